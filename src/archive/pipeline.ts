@@ -1,0 +1,142 @@
+import type { IdSource } from "../core/ids.js";
+import { recordId } from "../core/ids.js";
+import type { Logger } from "../core/log.js";
+import { ProxyError, errorMessage } from "../core/errors.js";
+import type { CapturedMessage } from "../capture/messageCapture.js";
+import type { SocketTap } from "../upstream/tap.js";
+import type { WarcVersion } from "../warc/date.js";
+import type { DigestAlgorithm } from "../warc/digest.js";
+import { buildRequest, buildResponse, buildTlsMetadata, type CaptureMeta } from "../warc/records.js";
+import type { RecordDraft, WarcWriter, WrittenRecord } from "../warc/types.js";
+
+/** What proxy/ hands to archive/ once an exchange is over (DESIGN.md). */
+export interface CompletedExchange {
+  targetUri: string;
+  method: string;
+  /** µs; the instant the first byte of the request head was written upstream. */
+  dateMicros: bigint;
+  endedMicros: bigint;
+  request: CapturedMessage;
+  response: CapturedMessage;
+  tap: SocketTap;
+  /** Output series (WARC prefix). */
+  series: string;
+}
+
+export type CaptureOutcome =
+  | { kind: "written"; records: WrittenRecord[]; revisit: boolean }
+  | { kind: "skipped"; reason: string }
+  | { kind: "failed"; error: ProxyError };
+
+export interface ArchiverOptions {
+  writerFor(series: string): WarcWriter;
+  ids: IdSource;
+  version: WarcVersion;
+  digest: DigestAlgorithm;
+  log: Logger;
+}
+
+export interface ArchiveStats {
+  captures: number;
+  failed: number;
+  records: number;
+}
+
+/**
+ * The one pipeline every capture takes: build the records, await the writer, and only then
+ * report the capture as archived. Spools are released whatever happens.
+ */
+export class Archiver {
+  readonly #o: ArchiverOptions;
+  readonly stats: ArchiveStats = { captures: 0, failed: 0, records: 0 };
+
+  constructor(o: ArchiverOptions) {
+    this.#o = o;
+  }
+
+  async archive(ex: CompletedExchange): Promise<CaptureOutcome> {
+    try {
+      const group = this.#build(ex);
+      const writer = this.#o.writerFor(ex.series);
+      const tlsPending = group.some((r) => r.type === "metadata");
+      if (tlsPending) ex.tap.tlsRecordedFor.add(ex.series);
+      let records: WrittenRecord[];
+      try {
+        records = await writer.write(group);
+      } catch (e) {
+        if (tlsPending) ex.tap.tlsRecordedFor.delete(ex.series);
+        throw e;
+      }
+      this.stats.captures++;
+      this.stats.records += records.length;
+      this.#o.log.debug("capture-written", { uri: ex.targetUri, status: ex.response.status, file: records[0]?.filename });
+      return { kind: "written", records, revisit: false };
+    } catch (e) {
+      this.stats.failed++;
+      const error = e instanceof ProxyError ? e : new ProxyError("ERR_WARC_WRITE", `capture of ${ex.targetUri} not written: ${errorMessage(e)}`, e);
+      this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
+      return { kind: "failed", error };
+    } finally {
+      await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
+    }
+  }
+
+  #build(ex: CompletedExchange): RecordDraft[] {
+    const { version, digest } = this.#o;
+    const tls = ex.tap.tls;
+    const protocols = [httpToken(ex.response.startLine)];
+    if (tls?.protocol) protocols.push(tls.protocol);
+    const meta: CaptureMeta = {
+      dateMicros: ex.dateMicros,
+      targetUri: ex.targetUri,
+      ip: ex.tap.ip,
+      protocols,
+      cipherSuite: tls?.cipherSuite,
+    };
+    const responseId = recordId(this.#o.ids.uuid());
+    const group: RecordDraft[] = [
+      buildResponse(
+        responseId,
+        meta,
+        {
+          head: ex.response.storedHead,
+          body: ex.response.body,
+          blockDigest: ex.response.blockDigest,
+          payloadDigest: ex.response.payloadDigest ?? digestOfEmpty(digest),
+          truncated: ex.response.truncated,
+        },
+        version,
+      ),
+      buildRequest(
+        recordId(this.#o.ids.uuid()),
+        responseId,
+        meta,
+        {
+          head: ex.request.storedHead,
+          body: ex.request.body,
+          blockDigest: ex.request.blockDigest,
+          payloadDigest: ex.request.body && ex.request.bodyLength > 0 ? ex.request.payloadDigest : null,
+        },
+        version,
+      ),
+    ];
+    if (tls && !ex.tap.tlsRecordedFor.has(ex.series)) {
+      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest));
+    }
+    return group;
+  }
+}
+
+function httpToken(startLine: string): string {
+  const m = /^HTTP\/(\d\.\d)/.exec(startLine);
+  return m ? `http/${m[1]}` : "http/1.1";
+}
+
+const EMPTY: Record<DigestAlgorithm, string> = {
+  sha1: "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+  sha256: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+};
+
+function digestOfEmpty(alg: DigestAlgorithm): string {
+  return EMPTY[alg];
+}

@@ -1,0 +1,113 @@
+/**
+ * A minimal, byte-preserving view of an HTTP/1.x message head, for the recorder. Node's own parser
+ * decides what is valid (it rejects what it must); this one only locates the head's end, the
+ * start line and the field lines, so that the stored head can be the received bytes with
+ * in-place renames (warc-records.md §2.1).
+ */
+
+export interface HeadField {
+  /** Field name as received (case kept). */
+  name: string;
+  value: string;
+  /** Byte offset of the name within the head. */
+  nameStart: number;
+  nameEnd: number;
+}
+
+export interface ParsedHead {
+  /** The head's bytes, start line through the empty line that ends it. */
+  bytes: Buffer;
+  startLine: string;
+  fields: HeadField[];
+}
+
+/** Index just past the blank line ending a head that starts at `from`, or -1 if not complete yet. */
+export function findHeadEnd(buf: Buffer, from = 0): number {
+  for (let i = from; i < buf.length; i++) {
+    if (buf[i] !== 0x0a) continue;
+    // "\n\n" or "\n\r\n" ends the head (CRLF or bare LF line endings).
+    if (buf[i + 1] === 0x0a) return i + 2;
+    if (buf[i + 1] === 0x0d && buf[i + 2] === 0x0a) return i + 3;
+  }
+  return -1;
+}
+
+export function parseHead(bytes: Buffer): ParsedHead {
+  const fields: HeadField[] = [];
+  let pos = 0;
+  let startLine = "";
+  let first = true;
+  while (pos < bytes.length) {
+    let eol = bytes.indexOf(0x0a, pos);
+    if (eol < 0) eol = bytes.length;
+    const lineEnd = eol > pos && bytes[eol - 1] === 0x0d ? eol - 1 : eol;
+    const line = bytes.subarray(pos, lineEnd);
+    if (first) {
+      startLine = line.toString("latin1");
+      first = false;
+    } else if (line.length > 0) {
+      const colon = line.indexOf(0x3a);
+      if (colon > 0 && line[0] !== 0x20 && line[0] !== 0x09) {
+        fields.push({
+          name: line.subarray(0, colon).toString("latin1"),
+          value: line.subarray(colon + 1).toString("latin1").trim(),
+          nameStart: pos,
+          nameEnd: pos + colon,
+        });
+      }
+    }
+    pos = eol + 1;
+  }
+  return { bytes, startLine, fields };
+}
+
+export function fieldValues(head: ParsedHead, name: string): string[] {
+  const lower = name.toLowerCase();
+  return head.fields.filter((f) => f.name.toLowerCase() === lower).map((f) => f.value);
+}
+
+/** Status code of a response start line (`HTTP/1.1 200 OK`), or NaN. */
+export function statusOf(startLine: string): number {
+  const m = /^HTTP\/\d\.\d (\d{3})/.exec(startLine);
+  return m ? Number(m[1]) : NaN;
+}
+
+/** `http/1.1` or `http/1.0` from a response status line or request line. */
+export function httpVersionToken(startLine: string): string {
+  const m = /HTTP\/(\d\.\d)/.exec(startLine);
+  return m ? `http/${m[1]}` : "http/1.1";
+}
+
+export function isChunked(head: ParsedHead): boolean {
+  return fieldValues(head, "transfer-encoding").some((v) =>
+    v.split(",").some((c) => c.trim().toLowerCase() === "chunked"),
+  );
+}
+
+/**
+ * The stored form of a head in `dechunk` mode: every field named in `renames` (lowercase name →
+ * new name) is renamed in place, only the name bytes change; trailer fields are appended after the
+ * last field as `X-Orig-Trailer-<Name>: <value>`.
+ */
+export function rewriteHead(head: ParsedHead, renames: Record<string, string>, trailers: Array<[string, string]> = []): Buffer {
+  const parts: Buffer[] = [];
+  let pos = 0;
+  for (const f of head.fields) {
+    const to = renames[f.name.toLowerCase()];
+    if (!to) continue;
+    parts.push(head.bytes.subarray(pos, f.nameStart), Buffer.from(to, "latin1"));
+    pos = f.nameEnd;
+  }
+  let rest = head.bytes.subarray(pos);
+  if (trailers.length > 0) {
+    // Insert before the blank line that ends the head (CRLF CRLF or LF LF).
+    const blank = rest.length >= 2 && rest[rest.length - 2] === 0x0d ? 2 : 1;
+    const body = rest.subarray(0, rest.length - blank);
+    const eol = blank === 2 ? "\r\n" : "\n";
+    const extra = trailers.map(([n, v]) => `X-Orig-Trailer-${n}: ${v}${eol}`).join("");
+    parts.push(body, Buffer.from(extra, "latin1"), rest.subarray(rest.length - blank));
+    rest = Buffer.alloc(0);
+  }
+  parts.push(rest);
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,277 @@
+import type { Hash } from "node:crypto";
+import { Dechunker, DechunkStream } from "./dechunk.js";
+import { type ParsedHead, fieldValues, findHeadEnd, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
+import { Spool, type SpoolOptions } from "./spool.js";
+import { type DigestAlgorithm, formatDigest, newHash } from "../warc/digest.js";
+import type { StreamSource } from "../warc/types.js";
+
+export type Truncation = "length" | "time" | "disconnect" | "unspecified";
+export type ChunkedMode = "dechunk" | "wire-exact";
+
+export interface MessageCaptureOptions {
+  kind: "request" | "response";
+  digest: DigestAlgorithm;
+  spool: SpoolOptions;
+  /** 0 = no limit. Bytes of body kept; past it the record is `WARC-Truncated: length`. */
+  maxBodyBytes: number;
+  /** The response to a HEAD request has no body whatever its head says. */
+  noBody?: boolean;
+  /** Called with the wall-clock time of the first byte of the message head. */
+  now: () => bigint;
+}
+
+/** What the recorder keeps of one HTTP message, ready for a record builder. */
+export interface CapturedMessage {
+  rawHead: Buffer;
+  /** Head as stored in the record (renames applied in dechunk mode). */
+  storedHead: Buffer;
+  startLine: string;
+  status: number;
+  /** Stored body, or null when the message has none. */
+  body: StreamSource | null;
+  bodyLength: number;
+  /** null when the message has no body (requests without one get no payload digest). */
+  payloadDigest: string | null;
+  blockDigest: string;
+  truncated: Truncation | null;
+  chunked: boolean;
+  framingError: { offset: number; reason: string } | null;
+  firstByteMicros: bigint;
+  headFields: ParsedHead["fields"];
+  dispose(): Promise<void>;
+}
+
+type BodyMode = "none" | "length" | "chunked" | "close";
+
+/**
+ * Records one HTTP message from the exact bytes of the upstream socket (the tap), without being
+ * the parser that decides anything: Node's parser serves the client; this only keeps bytes,
+ * finds the head and the framed end, de-chunks and hashes incrementally.
+ */
+export class MessageCapture {
+  readonly #o: MessageCaptureOptions;
+  #pending: Buffer[] = [];
+  #pendingLen = 0;
+  #head: ParsedHead | null = null;
+  #status = NaN;
+  #mode: BodyMode = "none";
+  #remaining = 0;
+  #spool: Spool | null = null;
+  #dechunker: Dechunker | null = null;
+  #entityHash: Hash | null = null;
+  #rawBodyHash: Hash | null = null;
+  #entityLength = 0;
+  #rawLength = 0;
+  #cutAtLimit = false;
+  #complete = false;
+  #firstByte: bigint | null = null;
+  /** Set when a 101 head arrived: everything after it is another protocol. */
+  upgraded = false;
+
+  constructor(o: MessageCaptureOptions) {
+    this.#o = o;
+  }
+
+  get headComplete(): boolean {
+    return this.#head !== null;
+  }
+
+  /** True once the framed end of the message was seen (Content-Length reached, last chunk). */
+  get complete(): boolean {
+    return this.#complete;
+  }
+
+  get status(): number {
+    return this.#status;
+  }
+
+  /** The final head exactly as received, once complete. */
+  rawHeadBytes(): Buffer | null {
+    return this.#head?.bytes ?? null;
+  }
+
+  spoolNeedsDrain(): boolean {
+    return this.#spool?.needsDrain ?? false;
+  }
+
+  drained(): Promise<void> {
+    return this.#spool ? this.#spool.drained() : Promise.resolve();
+  }
+
+  /** Feed bytes exactly as read from (or written to) the upstream socket. */
+  feed(chunk: Buffer): void {
+    if (this.#firstByte === null) this.#firstByte = this.#o.now();
+    if (this.#complete || this.upgraded) return;
+    if (!this.#head) {
+      this.#pending.push(chunk);
+      this.#pendingLen += chunk.length;
+      this.#tryHead();
+      return;
+    }
+    this.#feedBody(chunk);
+  }
+
+  #tryHead(): void {
+    for (;;) {
+      const buf = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending);
+      this.#pending = [buf];
+      const end = findHeadEnd(buf);
+      if (end < 0) return;
+      const headBytes = Buffer.from(buf.subarray(0, end));
+      const rest = buf.subarray(end);
+      const head = parseHead(headBytes);
+      const status = this.#o.kind === "response" ? statusOf(head.startLine) : NaN;
+      if (this.#o.kind === "response" && status >= 100 && status < 200 && status !== 101) {
+        // Interim responses (100, 102, 103) are not recorded: the block starts at the final one.
+        this.#pending = rest.length ? [Buffer.from(rest)] : [];
+        this.#pendingLen = rest.length;
+        if (rest.length === 0) return;
+        continue;
+      }
+      this.#pending = [];
+      this.#pendingLen = 0;
+      this.#startBody(head, status);
+      if (rest.length) this.#feedBody(Buffer.from(rest));
+      return;
+    }
+  }
+
+  #startBody(head: ParsedHead, status: number): void {
+    this.#head = head;
+    this.#status = status;
+    if (status === 101) {
+      this.upgraded = true;
+      this.#mode = "none";
+    } else if (this.#o.noBody || status === 204 || status === 304) {
+      this.#mode = "none";
+    } else if (isChunked(head)) {
+      this.#mode = "chunked";
+      this.#dechunker = new Dechunker();
+      this.#rawBodyHash = newHash(this.#o.digest);
+    } else {
+      const cl = fieldValues(head, "content-length");
+      if (cl.length > 0 && /^\d+$/.test(cl[0]!)) {
+        this.#mode = "length";
+        this.#remaining = Number(cl[0]);
+      } else if (this.#o.kind === "request") {
+        this.#mode = "none";
+      } else {
+        this.#mode = "close";
+      }
+    }
+    if (this.#mode === "none" || (this.#mode === "length" && this.#remaining === 0)) {
+      this.#complete = true;
+      return;
+    }
+    this.#spool = new Spool(this.#o.spool);
+    this.#entityHash = newHash(this.#o.digest);
+  }
+
+  #feedBody(chunk: Buffer): void {
+    if (this.#complete || this.#mode === "none") return;
+    let data = chunk;
+    if (this.#mode === "length") {
+      if (data.length > this.#remaining) data = data.subarray(0, this.#remaining);
+      this.#remaining -= data.length;
+    }
+    const limit = this.#o.maxBodyBytes;
+    if (limit > 0 && this.#rawLength + data.length > limit) {
+      data = data.subarray(0, Math.max(0, limit - this.#rawLength));
+      this.#cutAtLimit = true;
+    }
+    if (data.length > 0) {
+      if (this.#dechunker) {
+        const used = this.#dechunker.feed(data, (d) => {
+          this.#entityHash!.update(d);
+          this.#entityLength += d.length;
+        });
+        // Bytes past the last chunk do not belong to this message; on a framing error all
+        // received bytes are kept (the record is then wire-exact).
+        if (this.#dechunker.done) {
+          data = data.subarray(0, used);
+          this.#complete = true;
+        }
+        this.#rawBodyHash!.update(data);
+      } else {
+        this.#entityHash!.update(data);
+        this.#entityLength += data.length;
+      }
+      this.#rawLength += data.length;
+      this.#spool!.write(data);
+    }
+    if (this.#mode === "length" && this.#remaining === 0) this.#complete = true;
+    if (this.#cutAtLimit) this.#complete = true;
+  }
+
+  /**
+   * Finish the message. `ended` says how the body ended when the framing did not say it:
+   * `clean` (orderly close for close-delimited bodies), or a truncation cause.
+   * Returns null when no complete head was seen (nothing is recorded then).
+   */
+  async finalize(mode: ChunkedMode, ended: "clean" | Truncation, lenient = false): Promise<CapturedMessage | null> {
+    const head = this.#head;
+    if (!head) return null;
+    const alg = this.#o.digest;
+    let truncated: Truncation | null = null;
+    if (this.#cutAtLimit) truncated = "length";
+    else if (!this.#complete) truncated = ended === "clean" && this.#mode === "close" ? null : ended === "clean" ? "disconnect" : ended;
+    const framingError = this.#dechunker?.error ?? null;
+    if (framingError) truncated = "unspecified";
+    const spool = this.#spool;
+    if (spool) await spool.finish();
+    const dechunk = this.#dechunker !== null && mode === "dechunk" && !framingError;
+    const trailers = this.#dechunker?.trailers ?? [];
+    let storedHead = head.bytes;
+    if (dechunk) {
+      const renames: Record<string, string> = { "transfer-encoding": "X-Orig-Transfer-Encoding" };
+      if (lenient) renames["content-length"] = "X-Orig-Content-Length";
+      storedHead = rewriteHead(head, renames, trailers);
+    }
+    let body: StreamSource | null = null;
+    let bodyLength = 0;
+    if (spool) {
+      if (dechunk) {
+        bodyLength = this.#entityLength;
+        body = { size: bodyLength, createReadStream: () => spool.createReadStream().pipe(new DechunkStream()) };
+      } else {
+        bodyLength = this.#rawLength;
+        body = spool;
+      }
+    }
+    // Payload: the entity (chunked coding removed), or the body bytes as received on a framing error.
+    let payload: string | null = null;
+    if (this.#entityHash) {
+      payload = formatDigest(alg, (framingError ? this.#rawBodyHash! : this.#entityHash).digest());
+    }
+    const blockHash = newHash(alg).update(storedHead);
+    if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
+    return {
+      rawHead: head.bytes,
+      storedHead,
+      startLine: head.startLine,
+      status: this.#status,
+      body,
+      bodyLength,
+      payloadDigest: payload,
+      blockDigest: formatDigest(alg, blockHash.digest()),
+      truncated,
+      chunked: this.#dechunker !== null,
+      framingError,
+      firstByteMicros: this.#firstByte ?? this.#o.now(),
+      headFields: head.fields,
+      dispose: async () => {
+        await spool?.dispose();
+      },
+    };
+  }
+
+  /** Bytes received but not yet part of a complete head (for error reporting). */
+  get pendingBytes(): number {
+    return this.#pendingLen;
+  }
+
+  async discard(): Promise<void> {
+    await this.#spool?.finish().catch(() => undefined);
+    await this.#spool?.dispose();
+  }
+}

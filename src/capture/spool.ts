@@ -1,0 +1,133 @@
+import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { unlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import { ProxyError } from "../core/errors.js";
+import type { StreamSource } from "../warc/types.js";
+
+export interface SpoolOptions {
+  /** Bytes kept in memory before the spool moves to a temp file. */
+  memoryBytes: number;
+  /** Directory for temp files; default the OS temp dir. */
+  dir?: string | null;
+}
+
+/**
+ * Bytes kept for writing later: in memory up to a bound, then in a temp file, so memory stays
+ * flat whatever the body size. `write` returns false when the file is behind (back-pressure:
+ * the caller pauses its source until 'drain'); `finish()` resolves when everything is on disk.
+ */
+export class Spool implements StreamSource {
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #file: WriteStream | null = null;
+  #path: string | null = null;
+  #error: Error | null = null;
+  #finished: Promise<void> | null = null;
+  #drainWaiters: Array<() => void> = [];
+  readonly #opts: SpoolOptions;
+
+  constructor(opts: SpoolOptions) {
+    this.#opts = opts;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get onDisk(): boolean {
+    return this.#path !== null;
+  }
+
+  write(chunk: Uint8Array): boolean {
+    if (this.#finished) throw new ProxyError("ERR_SPOOL", "spool written after finish()");
+    if (chunk.length === 0) return true;
+    const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.#size += buf.length;
+    if (!this.#file) {
+      // Copy: the caller's buffer may be reused (socket reads are pooled).
+      this.#chunks.push(Buffer.from(buf));
+      if (this.#size <= this.#opts.memoryBytes) return true;
+      this.#openFile();
+      const pending = this.#chunks;
+      this.#chunks = [];
+      let ok = true;
+      for (const c of pending) ok = this.#file!.write(c) && ok;
+      return ok;
+    }
+    return this.#file.write(Buffer.from(buf));
+  }
+
+  /** True while the temp file is behind: the caller should pause its source. */
+  get needsDrain(): boolean {
+    return this.#file !== null && this.#file.writableNeedDrain;
+  }
+
+  /** Resolves once the spool can take more without growing memory. */
+  drained(): Promise<void> {
+    if (!this.#file || !this.#file.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  finish(): Promise<void> {
+    if (this.#finished) return this.#finished;
+    this.#finished = new Promise<void>((resolve, reject) => {
+      if (!this.#file) return resolve();
+      if (this.#error) return reject(this.#error);
+      this.#file.end((err?: Error | null) => (err ? reject(wrap(err, this.#path!)) : resolve()));
+    });
+    return this.#finished;
+  }
+
+  createReadStream(): Readable {
+    if (this.#error) throw wrap(this.#error, this.#path ?? "(memory)");
+    if (this.#path) return createReadStream(this.#path, { highWaterMark: 1 << 20 });
+    return Readable.from(this.#chunks, { objectMode: false });
+  }
+
+  /** In-memory content (only when not on disk); for small bodies such as request heads. */
+  bytes(): Buffer | null {
+    return this.#path ? null : Buffer.concat(this.#chunks);
+  }
+
+  async dispose(): Promise<void> {
+    this.#chunks = [];
+    const p = this.#path;
+    if (!p) return;
+    this.#path = null;
+    if (this.#file && !this.#file.closed) {
+      await new Promise<void>((r) => {
+        this.#file!.once("close", () => r());
+        this.#file!.destroy();
+      });
+    }
+    await unlink(p).catch(() => undefined);
+  }
+
+  #openFile(): void {
+    const dir = this.#opts.dir ?? tmpdir();
+    this.#path = join(dir, `lathe-spool-${process.pid}-${randomBytes(8).toString("hex")}`);
+    this.#file = createWriteStream(this.#path, { flags: "wx", mode: 0o600 });
+    this.#file.on("error", (e) => {
+      this.#error = e;
+      this.#wakeDrain();
+    });
+    this.#file.on("drain", () => this.#wakeDrain());
+  }
+
+  #wakeDrain(): void {
+    const w = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const f of w) f();
+  }
+
+  get error(): Error | null {
+    return this.#error;
+  }
+}
+
+function wrap(e: Error, path: string): ProxyError {
+  return new ProxyError("ERR_SPOOL", `cannot spool capture to ${path}: ${e.message}`, e);
+}

@@ -1,0 +1,66 @@
+import "reflect-metadata";
+import { parseArgs } from "node:util";
+import { ProxyError } from "../core/errors.js";
+import { VERSION } from "../core/version.js";
+import { caCommand } from "./ca.js";
+import { SERVE_HELP, serveCommand } from "./serve.js";
+
+const HELP = `lathe ${VERSION} — archival recording forward proxy
+
+usage:
+  lathe serve [--host H] [--port P] [--dir DIR] [--certs DIR] [--config FILE]
+  lathe ca [--certs DIR] [--export FILE] [--pem]
+  lathe --version
+
+${SERVE_HELP}
+lathe ca [options]      print the CA certificate path, SHA-256 fingerprint and SPKI hash
+  --certs DIR      CA directory (default ./certs)
+  --export FILE    write the CA certificate (PEM, never the key) to FILE
+  --pem            print the CA certificate (PEM) after the summary
+`;
+
+/** The only place that decides the exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  const out = (s: string) => process.stdout.write(s);
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case "serve":
+        return await serveCommand(rest, out);
+      case "ca": {
+        const { values } = parseArgs({
+          args: rest.map((a) => a),
+          options: { certs: { type: "string" }, export: { type: "string" }, pem: { type: "boolean" } },
+          strict: true,
+          allowPositionals: false,
+        });
+        const exp = values.export !== undefined ? values.export : values.pem ? true : undefined;
+        return await caCommand({ certs: values.certs ?? "./certs", ...(exp !== undefined ? { export: exp } : {}) }, out);
+      }
+      case "--version":
+      case "-v":
+        out(`${VERSION}\n`);
+        return 0;
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        out(HELP);
+        return cmd === undefined ? 2 : 0;
+      default:
+        process.stderr.write(`lathe: unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+        return 2;
+    }
+  } catch (e) {
+    if (e instanceof ProxyError) {
+      process.stderr.write(`lathe: ${e.message}\n`);
+      return e.code === "ERR_CONFIG" ? 2 : 1;
+    }
+    if (e && typeof e === "object" && "code" in e && String((e as { code: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
+      process.stderr.write(`lathe: ${(e as Error).message}\n\n${HELP}`);
+      return 2;
+    }
+    process.stderr.write(`lathe: unexpected error: ${(e as Error).stack ?? String(e)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,72 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "./loadConfig.js";
+import { startLathe } from "../main.js";
+import { ProxyError } from "../core/errors.js";
+
+export const SERVE_HELP = `lathe serve [options]   run the recording proxy
+
+  --host HOST      address to listen on (default 127.0.0.1)
+  --port PORT      proxy port (default 8000)
+  --dir DIR        WARC output directory (default ./warcs)
+  --certs DIR      CA directory (default ./certs)
+  --config FILE    settings file (default ./proxy.config.json); flags override it
+  --json-logs      one JSON object per log line
+`;
+
+export async function serveCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      dir: { type: "string" },
+      certs: { type: "string" },
+      config: { type: "string" },
+      "json-logs": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    out(SERVE_HELP);
+    return 0;
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port > 65535) throw new ProxyError("ERR_CONFIG", `--port must be a number from 0 to 65535, got ${JSON.stringify(values.port)}`);
+  }
+  const overrides = {
+    proxy: { ...(values.host !== undefined ? { host: values.host } : {}), ...(port !== undefined ? { port } : {}) },
+    warc: values.dir !== undefined ? { dir: values.dir } : {},
+    certs: values.certs !== undefined ? { dir: values.certs } : {},
+    log: values["json-logs"] ? { json: true } : {},
+  };
+  const config = loadConfig(values.config, overrides);
+  const lathe = await startLathe(config);
+  out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
+  out(`CA certificate: ${lathe.ca.certPath}\n`);
+  out(`WARC directory: ${lathe.warcDir}\n`);
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) {
+        out(`second ${sig}: exiting now; .open files will be recovered at the next start\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      out(`${sig}: finishing captures in flight and closing WARC files...\n`);
+      lathe.stop().then(resolve, (e) => {
+        out(`error while stopping: ${(e as Error).message}\n`);
+        resolve();
+      });
+    };
+    process.on("SIGINT", () => stop("SIGINT"));
+    process.on("SIGTERM", () => stop("SIGTERM"));
+  });
+  for (const w of lathe.writers.values()) {
+    for (const f of w.state().filesWritten) out(`wrote ${f}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,131 @@
+/**
+ * Every setting lathe has, with its default. `proxy.config.json` mirrors DEFAULTS exactly
+ * (a test checks it), and README explains each key.
+ */
+export interface Config {
+  proxy: {
+    host: string;
+    port: number;
+    /** Request header section limit (Node maxHeaderSize); over it the client gets 431. */
+    maxHeaderBytes: number;
+    headersTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    /** A CONNECT tunnel whose TLS handshake has not completed after this is closed. */
+    tlsHandshakeTimeoutMs: number;
+  };
+  upstream: {
+    connectTimeoutMs: number;
+    headTimeoutMs: number;
+    idleTimeoutMs: number;
+    rejectInvalidCerts: boolean;
+    /** Extra PEM file of CAs trusted for upstream verification (added to Node's roots). */
+    caFile: string | null;
+    maxHeaderBytes: number;
+    lenientParsing: boolean;
+    /** When non-empty, only these hosts (exact, or `*.suffix`) may be contacted; others get 403 before any DNS lookup. */
+    allowHosts: string[];
+    /** Hosts never contacted (exact, or `*.suffix`); 403 before any DNS lookup. */
+    denyHosts: string[];
+    maxSocketsPerHost: number;
+  };
+  capture: {
+    spoolMemoryBytes: number;
+    spoolDir: string | null;
+    maxBodyBytes: number;
+    maxDurationMs: number;
+  };
+  warc: {
+    dir: string;
+    prefix: string;
+    filenameTemplate: string;
+    version: "1.0" | "1.1";
+    gzip: boolean;
+    gzipLevel: number;
+    gzipSkipLength: boolean;
+    maxFileBytes: number;
+    idleRolloverMs: number;
+    digest: "sha1" | "sha256";
+    chunked: "dechunk" | "wire-exact";
+    durability: "rollover" | "strict";
+  };
+  warcinfo: {
+    operator: string;
+    description: string;
+    isPartOf: string;
+    robots: string;
+    httpHeaderUserAgent: string;
+    httpHeaderFrom: string;
+    extra: Record<string, string>;
+  };
+  certs: {
+    dir: string;
+    leafCacheSize: number;
+  };
+  log: {
+    level: "debug" | "info" | "warn" | "error";
+    json: boolean;
+  };
+}
+
+export const DEFAULTS: Config = {
+  proxy: {
+    host: "127.0.0.1",
+    port: 8000,
+    maxHeaderBytes: 8 * 1024 * 1024,
+    headersTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 60_000,
+    tlsHandshakeTimeoutMs: 30_000,
+  },
+  upstream: {
+    connectTimeoutMs: 30_000,
+    headTimeoutMs: 60_000,
+    idleTimeoutMs: 120_000,
+    rejectInvalidCerts: false,
+    caFile: null,
+    maxHeaderBytes: 1024 * 1024,
+    lenientParsing: false,
+    allowHosts: [],
+    denyHosts: [],
+    maxSocketsPerHost: 64,
+  },
+  capture: {
+    spoolMemoryBytes: 1024 * 1024,
+    spoolDir: null,
+    maxBodyBytes: 0,
+    maxDurationMs: 1_200_000,
+  },
+  warc: {
+    dir: "./warcs",
+    prefix: "lathe",
+    filenameTemplate: "{prefix}-{timestamp17}-{serial}-{hostname}",
+    version: "1.1",
+    gzip: true,
+    gzipLevel: 6,
+    gzipSkipLength: false,
+    maxFileBytes: 1_000_000_000,
+    idleRolloverMs: 600_000,
+    digest: "sha1",
+    chunked: "dechunk",
+    durability: "rollover",
+  },
+  warcinfo: {
+    operator: "",
+    description: "",
+    isPartOf: "",
+    robots: "",
+    httpHeaderUserAgent: "",
+    httpHeaderFrom: "",
+    extra: {},
+  },
+  certs: {
+    dir: "./certs",
+    leafCacheSize: 10_000,
+  },
+  log: {
+    level: "info",
+    json: false,
+  },
+};
+
+/** Deep partial, what a config file or the CLI supplies. */
+export type ConfigInput = { [S in keyof Config]?: Partial<Config[S]> };

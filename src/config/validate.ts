@@ -1,0 +1,151 @@
+import { ProxyError } from "../core/errors.js";
+import { type Config, type ConfigInput, DEFAULTS } from "./schema.js";
+
+const TEMPLATE_FIELDS = new Set([
+  "prefix", "timestamp17", "timestamp14", "serial", "hostname", "shorthostname", "pid", "port", "randomtoken",
+]);
+
+/** Safe as part of a file name: no path separators, no leading dot, no control characters. */
+export const SAFE_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+type Rule = (v: unknown, path: string) => void;
+
+const fail = (path: string, why: string): never => {
+  throw new ProxyError("ERR_CONFIG", `config ${path}: ${why}`);
+};
+const int = (min: number, max = Number.MAX_SAFE_INTEGER): Rule => (v, p) => {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
+    fail(p, `must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
+  }
+};
+const bool: Rule = (v, p) => {
+  if (typeof v !== "boolean") fail(p, `must be true or false, got ${JSON.stringify(v)}`);
+};
+const str: Rule = (v, p) => {
+  if (typeof v !== "string") fail(p, `must be a string, got ${JSON.stringify(v)}`);
+  if (/[\r\n]/.test(v as string)) fail(p, "must not contain CR or LF");
+};
+const nonEmpty: Rule = (v, p) => {
+  str(v, p);
+  if (v === "") fail(p, "must not be empty");
+};
+const oneOf = (...allowed: string[]): Rule => (v, p) => {
+  if (typeof v !== "string" || !allowed.includes(v)) {
+    fail(p, `must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}, got ${JSON.stringify(v)}`);
+  }
+};
+const nullableStr: Rule = (v, p) => {
+  if (v !== null) nonEmpty(v, p);
+};
+const strList: Rule = (v, p) => {
+  if (!Array.isArray(v)) fail(p, "must be an array of strings");
+  (v as unknown[]).forEach((x, i) => nonEmpty(x, `${p}[${i}]`));
+};
+const fieldMap: Rule = (v, p) => {
+  if (!v || typeof v !== "object" || Array.isArray(v)) fail(p, "must be an object of name: value strings");
+  for (const [k, x] of Object.entries(v as object)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) fail(`${p}.${k}`, "field name must be an HTTP token");
+    str(x, `${p}.${k}`);
+  }
+};
+const prefix: Rule = (v, p) => {
+  if (typeof v !== "string" || !SAFE_PREFIX.test(v)) {
+    fail(p, `must be a safe file name part (letters, digits, '.', '_', '-'; not starting with '.' or '-'), got ${JSON.stringify(v)}`);
+  }
+};
+const template: Rule = (v, p) => {
+  nonEmpty(v, p);
+  const s = v as string;
+  if (/[/\\]/.test(s)) fail(p, "must not contain a path separator");
+  const names = [...s.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]!);
+  for (const n of names) if (!TEMPLATE_FIELDS.has(n)) fail(p, `unknown field {${n}}; known: ${[...TEMPLATE_FIELDS].map((f) => `{${f}}`).join(" ")}`);
+  if (!names.includes("serial")) fail(p, "must contain {serial}, so that file names never collide");
+};
+
+const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
+  proxy: {
+    host: nonEmpty,
+    port: int(0, 65535),
+    maxHeaderBytes: int(1024),
+    headersTimeoutMs: int(1),
+    keepAliveTimeoutMs: int(1),
+    tlsHandshakeTimeoutMs: int(1),
+  },
+  upstream: {
+    connectTimeoutMs: int(1),
+    headTimeoutMs: int(1),
+    idleTimeoutMs: int(1),
+    rejectInvalidCerts: bool,
+    caFile: nullableStr,
+    maxHeaderBytes: int(1024),
+    lenientParsing: bool,
+    allowHosts: strList,
+    denyHosts: strList,
+    maxSocketsPerHost: int(1),
+  },
+  capture: {
+    spoolMemoryBytes: int(0),
+    spoolDir: nullableStr,
+    maxBodyBytes: int(0),
+    maxDurationMs: int(0),
+  },
+  warc: {
+    dir: nonEmpty,
+    prefix,
+    filenameTemplate: template,
+    version: oneOf("1.0", "1.1"),
+    gzip: bool,
+    gzipLevel: int(0, 9),
+    gzipSkipLength: bool,
+    maxFileBytes: int(1024),
+    idleRolloverMs: int(0),
+    digest: oneOf("sha1", "sha256"),
+    chunked: oneOf("dechunk", "wire-exact"),
+    durability: oneOf("rollover", "strict"),
+  },
+  warcinfo: {
+    operator: str,
+    description: str,
+    isPartOf: str,
+    robots: str,
+    httpHeaderUserAgent: str,
+    httpHeaderFrom: str,
+    extra: fieldMap,
+  },
+  certs: {
+    dir: nonEmpty,
+    leafCacheSize: int(1),
+  },
+  log: {
+    level: oneOf("debug", "info", "warn", "error"),
+    json: bool,
+  },
+};
+
+/**
+ * Merge layers over the defaults (later layers win) and validate every key.
+ * Unknown keys are errors: a typo must not silently fall back to a default.
+ */
+export function resolveConfig(...layers: unknown[]): Config {
+  const out = structuredClone(DEFAULTS) as unknown as Record<string, Record<string, unknown>>;
+  for (const layer of layers) {
+    if (layer === undefined) continue;
+    if (!layer || typeof layer !== "object" || Array.isArray(layer)) fail("(root)", "must be a JSON object");
+    for (const [section, values] of Object.entries(layer as Record<string, unknown>)) {
+      if (section === "$comment") continue;
+      const rules = (RULES as Record<string, Record<string, Rule>>)[section];
+      if (!rules) fail(section, `unknown section; known: ${Object.keys(RULES).join(", ")}`);
+      if (!values || typeof values !== "object" || Array.isArray(values)) fail(section, "must be an object");
+      for (const [key, v] of Object.entries(values as Record<string, unknown>)) {
+        if (key === "$comment") continue;
+        const rule = rules![key];
+        if (!rule) fail(`${section}.${key}`, `unknown key; known in ${section}: ${Object.keys(rules!).join(", ")}`);
+        rule!(v, `${section}.${key}`);
+        out[section]![key] = v;
+      }
+    }
+  }
+  return out as unknown as Config;
+}
+
+export type { ConfigInput };

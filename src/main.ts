@@ -1,0 +1,146 @@
+import "reflect-metadata";
+import { hostname } from "node:os";
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { AddressInfo } from "node:net";
+import type { Config } from "./config/schema.js";
+import { type Clock, systemClock } from "./core/clock.js";
+import { ProxyError } from "./core/errors.js";
+import { type IdSource, randomIds } from "./core/ids.js";
+import { type Logger, createLogger } from "./core/log.js";
+import { VERSION } from "./core/version.js";
+import { Archiver } from "./archive/pipeline.js";
+import { type ProxyServer, createProxyServer } from "./proxy/server.js";
+import type { ProxyContext } from "./proxy/context.js";
+import { LeafCache } from "./tls/leafCache.js";
+import { type CaStore, loadOrCreateCa } from "./tls/store.js";
+import { createConnector } from "./upstream/connector.js";
+import { recoverOpenFiles } from "./warc/recovery.js";
+import type { WarcWriter } from "./warc/types.js";
+import { createWarcWriter } from "./warc/writer.js";
+
+export interface Lathe {
+  config: Config;
+  address: AddressInfo;
+  proxyUrl: string;
+  ca: CaStore;
+  leaves: LeafCache;
+  warcDir: string;
+  archiver: Archiver;
+  writers: Map<string, WarcWriter>;
+  /** Graceful stop: finish in-flight captures, close and rename every file. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  ids?: IdSource;
+  log?: Logger;
+}
+
+/** The composition root: build everything from a Config and start listening. */
+export async function startLathe(config: Config, o: StartOptions = {}): Promise<Lathe> {
+  const log = o.log ?? createLogger({ level: config.log.level, json: config.log.json });
+  const clock = o.clock ?? systemClock;
+  const ids = o.ids ?? randomIds;
+  const warcDir = resolve(config.warc.dir);
+  try {
+    await mkdir(warcDir, { recursive: true });
+  } catch (e) {
+    throw new ProxyError("ERR_CONFIG", `cannot create the WARC directory ${warcDir} (warc.dir / --dir): ${(e as Error).message}`, e);
+  }
+  await recoverOpenFiles(warcDir, log);
+  const ca = await loadOrCreateCa(resolve(config.certs.dir), log);
+  const leaves = new LeafCache({ ca: ca.ca, leafKey: ca.leafKey, caCertPem: ca.caCertPem, maxEntries: config.certs.leafCacheSize });
+
+  const writers = new Map<string, WarcWriter>();
+  let port = config.proxy.port;
+  const writerFor = (prefix: string): WarcWriter => {
+    let w = writers.get(prefix);
+    if (!w) {
+      const c = config.warc;
+      w = createWarcWriter({
+        dir: warcDir,
+        prefix,
+        template: c.filenameTemplate,
+        gzip: c.gzip,
+        gzipLevel: c.gzipLevel,
+        skipLength: c.gzipSkipLength,
+        version: c.version,
+        digest: c.digest,
+        maxFileBytes: c.maxFileBytes,
+        idleRolloverMs: c.idleRolloverMs,
+        durability: c.durability,
+        warcinfo: config.warcinfo,
+        software: `lathe/${VERSION}`,
+        port,
+        clock,
+        ids,
+        log,
+        spoolDir: config.capture.spoolDir ?? undefined,
+      });
+      writers.set(prefix, w);
+    }
+    return w;
+  };
+  const archiver = new Archiver({ writerFor, ids, version: config.warc.version, digest: config.warc.digest, log });
+  const connector = createConnector(config.upstream);
+
+  let active = 0;
+  let idleWaiters: Array<() => void> = [];
+  const ctx: ProxyContext = {
+    config,
+    connector,
+    archiver,
+    clock,
+    log,
+    writerFailure: () => {
+      for (const w of writers.values()) {
+        const f = w.state().failed;
+        if (f) return f;
+      }
+      return null;
+    },
+    seriesFor: () => config.warc.prefix,
+    begin: () => {
+      active++;
+      let once = false;
+      return () => {
+        if (once) return;
+        once = true;
+        if (--active === 0) {
+          const w = idleWaiters;
+          idleWaiters = [];
+          for (const f of w) f();
+        }
+      };
+    },
+    idle: () => (active === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+  };
+  const proxy: ProxyServer = createProxyServer(ctx, { contextFor: (name) => leaves.get(name) });
+  const address = await proxy.listen(config.proxy.port, config.proxy.host);
+  port = address.port;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  log.info("proxy-listening", { address: `${host}:${address.port}`, ca: ca.certPath, warcDir, hostname: hostname() });
+
+  let stopped: Promise<void> | null = null;
+  return {
+    config,
+    address,
+    proxyUrl: `http://${host}:${address.port}`,
+    ca,
+    leaves,
+    warcDir,
+    archiver,
+    writers,
+    stop(graceMs = 10_000) {
+      stopped ??= (async () => {
+        await proxy.close(graceMs);
+        connector.destroy();
+        await Promise.all([...writers.values()].map((w) => w.close()));
+        log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import type { IncomingMessage, Server } from "node:http";
+import net, { type Socket } from "node:net";
+import tls from "node:tls";
+import type { LeafSource } from "./leafSource.js";
+import type { ProxyContext } from "./context.js";
+import { refusal } from "./exchange.js";
+import { sendPlainOnSocket } from "./respond.js";
+import { parseConnectTarget } from "./target.js";
+
+/** Where the requests arriving on a tunnel go: the CONNECT target. */
+export interface TunnelTarget {
+  scheme: "http" | "https";
+  host: string;
+  port: number;
+}
+
+const TUNNEL = Symbol("lathe.tunnel");
+
+export function tunnelOf(socket: Socket): TunnelTarget | undefined {
+  return (socket as unknown as Record<symbol, TunnelTarget | undefined>)[TUNNEL];
+}
+
+function markTunnel(socket: Socket, t: TunnelTarget): void {
+  (socket as unknown as Record<symbol, TunnelTarget>)[TUNNEL] = t;
+}
+
+export interface TunnelServers {
+  /** Serves the decrypted requests of intercepted TLS tunnels. */
+  https: Server;
+  /** Serves plain HTTP sent inside a tunnel (e.g. ws:// through a proxy). */
+  http: Server;
+}
+
+/**
+ * CONNECT host:port → answer 200, then look at the first byte the client sends: a TLS handshake
+ * (0x16) is terminated with a leaf for the CONNECT host (or the SNI name) and its requests are
+ * served like any other; anything else is treated as plain HTTP for that host.
+ */
+export function handleConnect(
+  ctx: ProxyContext,
+  leaves: LeafSource,
+  servers: TunnelServers,
+  req: IncomingMessage,
+  socket: Socket,
+  head: Buffer,
+): void {
+  const target = parseConnectTarget(req.url ?? "");
+  socket.on("error", (e) => ctx.log.debug("client-socket-error", { error: e }));
+  if (!target) {
+    sendPlainOnSocket(socket, 400, `lathe: CONNECT needs host:port, got ${JSON.stringify(req.url)}`);
+    return;
+  }
+  const refused = refusal(ctx, target.host);
+  if (refused) {
+    sendPlainOnSocket(socket, refused.status, refused.message);
+    return;
+  }
+  socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  const timer = setTimeout(() => {
+    ctx.log.debug("tunnel-timeout", { host: target.host, reason: "no TLS handshake" });
+    socket.destroy();
+  }, ctx.config.proxy.tlsHandshakeTimeoutMs);
+  timer.unref();
+
+  const dispatch = (first: Buffer) => {
+    if (first.length > 0) socket.unshift(first);
+    if (first[0] === 0x16) {
+      let tlsSocket: tls.TLSSocket;
+      try {
+        tlsSocket = new tls.TLSSocket(socket, {
+          isServer: true,
+          secureContext: leaves.contextFor(target.host),
+          SNICallback: (name, cb) => {
+            try {
+              cb(null, leaves.contextFor(name));
+            } catch (e) {
+              cb(e as Error, undefined);
+            }
+          },
+          ALPNProtocols: ["http/1.1"],
+        });
+      } catch (e) {
+        ctx.log.error("leaf-failed", { host: target.host, error: e });
+        socket.destroy();
+        clearTimeout(timer);
+        return;
+      }
+      tlsSocket.once("secure", () => clearTimeout(timer));
+      tlsSocket.on("error", (e) => {
+        clearTimeout(timer);
+        ctx.log.debug("client-tls-error", { host: target.host, error: e });
+        tlsSocket.destroy();
+      });
+      markTunnel(tlsSocket, { scheme: "https", ...target });
+      servers.https.emit("connection", tlsSocket);
+    } else {
+      clearTimeout(timer);
+      markTunnel(socket, { scheme: "http", ...target });
+      servers.http.emit("connection", socket);
+    }
+  };
+
+  if (head.length > 0) {
+    dispatch(head);
+  } else {
+    socket.once("data", (chunk: Buffer) => {
+      socket.pause();
+      dispatch(chunk);
+    });
+  }
+}
+
+export function isIpLiteral(host: string): boolean {
+  return net.isIP(host) !== 0;
+}

@@ -1,0 +1,23 @@
+import type { Config } from "../config/schema.js";
+import type { Clock } from "../core/clock.js";
+import type { ProxyError } from "../core/errors.js";
+import type { Logger } from "../core/log.js";
+import type { Archiver } from "../archive/pipeline.js";
+import type { Connector } from "../upstream/connector.js";
+
+/** Everything an exchange needs, built once by main.ts. */
+export interface ProxyContext {
+  config: Config;
+  connector: Connector;
+  archiver: Archiver;
+  clock: Clock;
+  log: Logger;
+  /** Why captures cannot be written right now, or null when the writer is healthy. */
+  writerFailure(): ProxyError | null;
+  /** Output series for a request (the collection's prefix; warcprox's warc-prefix later). */
+  seriesFor(): string;
+  /** Mark an exchange as in flight; call the returned function when it is archived or abandoned. */
+  begin(): () => void;
+  /** Resolves when no exchange is in flight (graceful shutdown). */
+  idle(): Promise<void>;
+}

@@ -1,0 +1,275 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
+import type { Socket } from "node:net";
+import { MessageCapture, type CapturedMessage, type Truncation } from "../capture/messageCapture.js";
+import { ProxyError } from "../core/errors.js";
+import type { CompletedExchange } from "../archive/pipeline.js";
+import { classifyUpstreamError } from "../upstream/errors.js";
+import { type SocketTap, tapOf } from "../upstream/tap.js";
+import type { ProxyContext } from "./context.js";
+import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
+import { sendPlain } from "./respond.js";
+import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
+
+/** Why a request may not go upstream at all (checked before any DNS lookup), or null. */
+export function refusal(ctx: ProxyContext, host: string): { status: number; message: string } | null {
+  const { allowHosts, denyHosts } = ctx.config.upstream;
+  if (denyHosts.some((p) => hostMatches(host, p))) {
+    return { status: 403, message: `lathe: ${host} is in upstream.denyHosts; the request was not sent` };
+  }
+  if (allowHosts.length > 0 && !allowHosts.some((p) => hostMatches(host, p))) {
+    return { status: 403, message: `lathe: ${host} is not in upstream.allowHosts; the request was not sent` };
+  }
+  const failure = ctx.writerFailure();
+  if (failure) {
+    return { status: 503, message: `lathe cannot archive right now, so it does not fetch: ${failure.message}` };
+  }
+  return null;
+}
+
+interface Captures {
+  request: MessageCapture;
+  response: MessageCapture;
+  sentAt: bigint | null;
+  tap: SocketTap | null;
+}
+
+function startCaptures(ctx: ProxyContext, method: string): Captures {
+  const { capture, warc } = ctx.config;
+  const now = () => ctx.clock.nowMicros();
+  const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
+  return {
+    request: new MessageCapture({ kind: "request", digest: warc.digest, spool, maxBodyBytes: 0, now }),
+    response: new MessageCapture({
+      kind: "response",
+      digest: warc.digest,
+      spool,
+      maxBodyBytes: capture.maxBodyBytes,
+      noBody: method === "HEAD",
+      now,
+    }),
+    sentAt: null,
+    tap: null,
+  };
+}
+
+/** Attach the captures to whichever pooled socket the request gets. */
+function attach(ctx: ProxyContext, upReq: http.ClientRequest, caps: Captures): void {
+  upReq.on("socket", (socket: Socket) => {
+    const tap = tapOf(socket);
+    if (!tap) return;
+    caps.tap = tap;
+    tap.current = {
+      onWrite: (b) => {
+        caps.sentAt ??= ctx.clock.nowMicros();
+        caps.request.feed(b);
+      },
+      onRead: (b) => caps.response.feed(b),
+    };
+  });
+}
+
+function detach(caps: Captures): void {
+  if (caps.tap?.current) caps.tap.current = null;
+}
+
+function upstreamRequest(ctx: ProxyContext, t: Target, method: string, headers: string[]): http.ClientRequest {
+  const { upstream } = ctx.config;
+  const opts: http.RequestOptions = {
+    host: t.host,
+    port: t.port,
+    method,
+    path: t.path,
+    headers: headers as unknown as http.OutgoingHttpHeaders,
+    setHost: false,
+    insecureHTTPParser: upstream.lenientParsing,
+    maxHeaderSize: upstream.maxHeaderBytes,
+  };
+  return t.scheme === "https"
+    ? https.request({ ...opts, agent: ctx.connector.https })
+    : http.request({ ...opts, agent: ctx.connector.http });
+}
+
+/** Finalize both messages and hand the exchange to the archive pipeline. */
+async function archiveExchange(
+  ctx: ProxyContext,
+  uri: string,
+  method: string,
+  caps: Captures,
+  ended: "clean" | Truncation,
+  wireExact = false,
+): Promise<boolean> {
+  const mode = wireExact ? "wire-exact" : ctx.config.warc.chunked;
+  const lenient = ctx.config.upstream.lenientParsing;
+  let request: CapturedMessage | null = null;
+  let response: CapturedMessage | null = null;
+  try {
+    request = await caps.request.finalize(mode, "clean");
+    response = await caps.response.finalize(mode, ended, lenient);
+  } catch (e) {
+    ctx.log.error("capture-failed", { uri, error: e });
+  }
+  if (!request || !response || !caps.tap) {
+    await Promise.all([request?.dispose(), response?.dispose(), caps.request.discard(), caps.response.discard()]);
+    ctx.log.warn("capture-incomplete", { uri, reason: "no complete response head was received" });
+    return false;
+  }
+  if (wireExact) response.truncated = "unspecified";
+  const ex: CompletedExchange = {
+    targetUri: uri,
+    method,
+    dateMicros: caps.sentAt ?? request.firstByteMicros,
+    endedMicros: ctx.clock.nowMicros(),
+    request,
+    response,
+    tap: caps.tap,
+    series: ctx.seriesFor(),
+  };
+  const outcome = await ctx.archiver.archive(ex);
+  return outcome.kind === "written";
+}
+
+/**
+ * One request/response exchange through lathe: forward the request, stream the response to the
+ * client as it arrives (never buffered whole), record both from the upstream socket's bytes.
+ */
+export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, t: Target): void {
+  const method = req.method ?? "GET";
+  const uri = targetUri(t);
+  const hostPort = `${t.host}:${t.port}`;
+  const refused = refusal(ctx, t.host);
+  if (refused) {
+    req.resume();
+    sendPlain(res, refused.status, refused.message);
+    return;
+  }
+  res.sendDate = false;
+  const settle = ctx.begin();
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    p.finally(settle).catch(() => undefined);
+    return p;
+  };
+  const strict = ctx.config.warc.durability === "strict";
+  const caps = startCaptures(ctx, method);
+  const headers = forwardRequestHeaders(req.rawHeaders, { authority: authorityOf(t), method });
+  const upReq = upstreamRequest(ctx, t, method, headers);
+  attach(ctx, upReq, caps);
+
+  let done = false;
+  let headTimer: NodeJS.Timeout | null = null;
+  let maxTimer: NodeJS.Timeout | null = null;
+  const clearTimers = () => {
+    if (headTimer) clearTimeout(headTimer);
+    if (maxTimer) clearTimeout(maxTimer);
+  };
+
+  const fail = (e: unknown) => {
+    if (done) return;
+    done = true;
+    clearTimers();
+    detach(caps);
+    const f = classifyUpstreamError(e, hostPort, caps.sentAt ? "head" : "connect");
+    ctx.log.warn("upstream-failed", { uri, code: f.error.code, error: f.error.message });
+    const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete;
+    if (parseError) {
+      // A response Node's parser refused: keep what was received, wire-exact (decisions.md §1).
+      track(archiveExchange(ctx, uri, method, caps, "unspecified", true));
+    } else {
+      void caps.request.discard();
+      void caps.response.discard();
+      settle();
+    }
+    if (!res.headersSent) sendPlain(res, f.status, `lathe: ${f.error.message}`);
+    else res.destroy();
+    upReq.destroy();
+  };
+
+  headTimer = setTimeout(() => {
+    fail(new ProxyError("ERR_UPSTREAM_TIMEOUT", `${hostPort} sent no response within ${ctx.config.upstream.headTimeoutMs} ms (upstream.headTimeoutMs)`));
+  }, ctx.config.upstream.headTimeoutMs + ctx.config.upstream.connectTimeoutMs);
+  headTimer.unref();
+
+  upReq.on("error", fail);
+  upReq.setTimeout(ctx.config.upstream.idleTimeoutMs, () => {
+    upReq.destroy(new ProxyError("ERR_UPSTREAM_TIMEOUT", `${hostPort} was silent for ${ctx.config.upstream.idleTimeoutMs} ms (upstream.idleTimeoutMs)`));
+  });
+
+  // Request body: client → upstream, with back-pressure.
+  req.on("data", (c: Buffer) => {
+    if (!upReq.write(c)) req.pause();
+  });
+  upReq.on("drain", () => req.resume());
+  req.on("end", () => upReq.end());
+  req.on("error", () => upReq.destroy());
+
+  upReq.on("response", (upRes: IncomingMessage) => {
+    if (headTimer) clearTimeout(headTimer);
+    upReq.removeListener("error", fail);
+    let truncation: Truncation | null = null;
+    const finish = (ended: "clean" | Truncation) => {
+      if (done) return;
+      done = true;
+      clearTimers();
+      detach(caps);
+      const archived = track(archiveExchange(ctx, uri, method, caps, ended));
+      if (strict) {
+        archived.then((ok) => (ok ? endClient() : res.destroy()), () => res.destroy());
+      } else {
+        endClient();
+      }
+    };
+    upReq.on("error", () => {
+      truncation ??= "disconnect";
+      finish(truncation);
+      res.destroy();
+    });
+    if (ctx.config.capture.maxDurationMs > 0) {
+      maxTimer = setTimeout(() => {
+        truncation = "time";
+        finish("time");
+        upReq.destroy();
+        res.destroy();
+      }, ctx.config.capture.maxDurationMs);
+      maxTimer.unref();
+    }
+
+    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardResponseHeaders(upRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
+    // Strict durability holds back the last byte until the capture is on disk (warc-files.md §6).
+    let held: Buffer | null = null;
+    const endClient = () => {
+      if (held) res.end(held);
+      else res.end();
+    };
+    upRes.on("data", (chunk: Buffer) => {
+      let out = chunk;
+      if (strict) {
+        out = held ? Buffer.concat([held, chunk]) : chunk;
+        held = Buffer.from(out.subarray(out.length - 1));
+        out = out.subarray(0, out.length - 1);
+      }
+      const clientOk = out.length === 0 || res.write(out);
+      if (!clientOk) upRes.pause();
+      if (caps.response.spoolNeedsDrain()) {
+        upRes.pause();
+        void caps.response.drained().then(() => {
+          if (!res.writableNeedDrain) upRes.resume();
+        });
+      }
+    });
+    res.on("drain", () => upRes.resume());
+    upRes.on("end", () => finish("clean"));
+    upRes.on("close", () => {
+      if (!upRes.complete) {
+        finish(truncation ?? "disconnect");
+        res.destroy();
+      }
+    });
+  });
+
+  // The client went away: stop reading upstream; what was received is recorded as cut off.
+  res.on("close", () => {
+    if (!res.writableFinished && !done) {
+      upReq.destroy(new ProxyError("ERR_UPSTREAM_CLOSED", "client closed the connection"));
+    }
+  });
+}

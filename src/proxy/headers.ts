@@ -1,0 +1,89 @@
+/**
+ * Header handling between client and origin. Names, case, order and duplicates are kept
+ * (raw header arrays throughout); only hop-by-hop fields (RFC 9110 §7.6.1) and lathe's own
+ * control headers are removed. No Via is added (decisions.md §1).
+ */
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "upgrade",
+]);
+
+/** Headers lathe consumes itself and never forwards or records. */
+const LATHE_OWN = new Set(["warcprox-meta"]);
+
+function connectionTokens(raw: string[]): Set<string> {
+  const tokens = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!.toLowerCase();
+    if (n === "connection" || n === "proxy-connection") {
+      for (const t of raw[i + 1]!.split(",")) tokens.add(t.trim().toLowerCase());
+    }
+  }
+  return tokens;
+}
+
+export interface ForwardOptions {
+  /** `host[:port]` of the request target, which replaces a differing Host (RFC 9112 §3.2.2). */
+  authority: string;
+  /** Keep Upgrade and `Connection: upgrade` (WebSocket pass-through). */
+  upgrade?: boolean;
+  /** Methods whose body Node would frame as chunked when the client sent no framing. */
+  method: string;
+}
+
+const NODE_CHUNKS_BY_DEFAULT = (m: string) => !["GET", "HEAD", "DELETE", "OPTIONS", "TRACE", "CONNECT"].includes(m);
+
+/** The request header array sent upstream, from the client's raw headers. */
+export function forwardRequestHeaders(raw: string[], o: ForwardOptions): string[] {
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  let hasHost = false;
+  let framed = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    const lower = name.toLowerCase();
+    if (LATHE_OWN.has(lower)) continue;
+    if (o.upgrade && (lower === "upgrade" || lower === "connection")) {
+      out.push(name, value);
+      continue;
+    }
+    if (HOP_BY_HOP.has(lower) || (named.has(lower) && lower !== "transfer-encoding" && lower !== "content-length")) continue;
+    if (lower === "host") {
+      if (hasHost) continue;
+      hasHost = true;
+      out.push(name, value.toLowerCase() === o.authority.toLowerCase() ? value : o.authority);
+      continue;
+    }
+    // Transfer-Encoding and Content-Length are kept: Node then frames the body the same way.
+    if (lower === "transfer-encoding" || lower === "content-length") framed = true;
+    out.push(name, value);
+  }
+  if (!hasHost) out.unshift("Host", o.authority);
+  if (!framed && NODE_CHUNKS_BY_DEFAULT(o.method.toUpperCase())) {
+    // The client sent no body. Node would otherwise add `Transfer-Encoding: chunked` and a
+    // last-chunk; an explicit zero length says the same thing without inventing framing.
+    out.push("Content-Length", "0");
+  }
+  return out;
+}
+
+/** The response header array sent to the client, from the origin's raw headers. */
+export function forwardResponseHeaders(raw: string[]): string[] {
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toLowerCase();
+    // Transfer-Encoding goes too: Node frames the body toward the client itself.
+    if (HOP_BY_HOP.has(lower) || lower === "transfer-encoding" || named.has(lower)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}

@@ -1,0 +1,40 @@
+import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+
+/** A plain-text answer from lathe itself (errors, refusals). Never cached, says what to do. */
+export function sendPlain(res: ServerResponse, status: number, message: string, extra: string[] = []): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.from(`${message}\n`, "utf8");
+  res.sendDate = true;
+  res.writeHead(status, [
+    "Content-Type", "text/plain; charset=utf-8",
+    "Content-Length", String(body.length),
+    "Cache-Control", "no-store",
+    "X-Lathe-Error", "1",
+    ...extra,
+  ]);
+  res.end(body);
+}
+
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  403: "Forbidden",
+  408: "Request Timeout",
+  431: "Request Header Fields Too Large",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+/** The same answer written on a raw socket (client errors before a request object exists, CONNECT). */
+export function sendPlainOnSocket(socket: Socket, status: number, message: string): void {
+  if (socket.destroyed || !socket.writable) return;
+  const body = Buffer.from(`${message}\n`, "utf8");
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status] ?? "Error"}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${body.length}\r\nConnection: close\r\nX-Lathe-Error: 1\r\n\r\n${body.toString("utf8")}`,
+  );
+}

@@ -1,0 +1,129 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { AddressInfo } from "node:net";
+import { ProxyError } from "../core/errors.js";
+import type { ProxyContext } from "./context.js";
+import { handleConnect, tunnelOf, type TunnelServers } from "./connect.js";
+import { handleExchange } from "./exchange.js";
+import type { LeafSource } from "./leafSource.js";
+import { sendPlain, sendPlainOnSocket } from "./respond.js";
+import { type Target, parseAbsoluteForm } from "./target.js";
+import { handleUpgrade } from "./upgrade.js";
+
+export interface ProxyServer {
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /** Stop accepting, let exchanges in flight finish (up to graceMs) and be archived. */
+  close(graceMs?: number): Promise<void>;
+  readonly server: http.Server;
+}
+
+function serverOptions(ctx: ProxyContext): http.ServerOptions {
+  const p = ctx.config.proxy;
+  return {
+    maxHeaderSize: p.maxHeaderBytes,
+    headersTimeout: p.headersTimeoutMs,
+    requestTimeout: 0,
+    keepAliveTimeout: p.keepAliveTimeoutMs,
+    // HTTP/1.0 clients may send absolute-form requests without Host.
+    requireHostHeader: false,
+    joinDuplicateHeaders: false,
+  } as http.ServerOptions;
+}
+
+/** Target of a request: from the tunnel it came through, or from its absolute-form URL. */
+function targetOf(req: IncomingMessage): Target | null {
+  const tunnel = tunnelOf(req.socket);
+  if (tunnel) {
+    const url = req.url ?? "/";
+    if (url.startsWith("/")) return { ...tunnel, path: url };
+    const abs = parseAbsoluteForm(url);
+    return abs ? { ...tunnel, path: abs.path } : null;
+  }
+  return parseAbsoluteForm(req.url ?? "");
+}
+
+function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
+  const t = targetOf(req);
+  if (!t) {
+    req.resume();
+    sendPlain(
+      res,
+      400,
+      req.url?.startsWith("/")
+        ? `lathe is a recording proxy: configure your client to use it as its HTTP proxy (got origin-form request ${JSON.stringify(req.url)})`
+        : `lathe: cannot parse request target ${JSON.stringify(req.url)}: expected http://host[:port]/path`,
+    );
+    return;
+  }
+  handleExchange(ctx, req, res, t);
+}
+
+/** Client-side protocol errors: malformed request → 400, header section too large → 431. */
+function onClientError(ctx: ProxyContext, err: Error & { code?: string }, socket: Socket): void {
+  ctx.log.debug("client-error", { code: err.code, error: err.message });
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (err.code === "HPE_HEADER_OVERFLOW") {
+    sendPlainOnSocket(socket, 431, `lathe: request header section exceeds ${ctx.config.proxy.maxHeaderBytes} bytes (proxy.maxHeaderBytes)`);
+  } else if (err.code === "ERR_HTTP_REQUEST_TIMEOUT" || err.code === "ERR_HTTP_HEADERS_TIMEOUT") {
+    sendPlainOnSocket(socket, 408, "lathe: request headers not received in time (proxy.headersTimeoutMs)");
+  } else {
+    sendPlainOnSocket(socket, 400, `lathe: malformed request (${err.code ?? "parse error"}: ${err.message})`);
+  }
+}
+
+export function createProxyServer(ctx: ProxyContext, leaves: LeafSource): ProxyServer {
+  const opts = serverOptions(ctx);
+  const requestHandler = (req: IncomingMessage, res: ServerResponse) => onRequest(ctx, req, res);
+  const tunnels: TunnelServers = {
+    https: http.createServer(opts, requestHandler),
+    http: http.createServer(opts, requestHandler),
+  };
+  const server = http.createServer(opts, requestHandler);
+  for (const s of [server, tunnels.https, tunnels.http]) {
+    s.on("clientError", (err, socket) => onClientError(ctx, err as Error & { code?: string }, socket as Socket));
+    s.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      const t = targetOf(req);
+      if (!t) {
+        sendPlainOnSocket(socket, 400, `lathe: cannot parse request target ${JSON.stringify(req.url)}`);
+        return;
+      }
+      handleUpgrade(ctx, req, socket, head, t);
+    });
+  }
+  server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => handleConnect(ctx, leaves, tunnels, req, socket, head));
+
+  const sockets = new Set<Socket>();
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+  });
+
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        const onErr = (e: Error & { code?: string }) =>
+          reject(new ProxyError("ERR_CONFIG", `cannot listen on ${host}:${port}: ${e.code ?? e.message}${e.code === "EADDRINUSE" ? " (another process uses that port: choose another with --port)" : ""}`, e));
+        server.once("error", onErr);
+        server.listen(port, host, () => {
+          server.off("error", onErr);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    async close(graceMs = 10_000) {
+      // Stop accepting; idle keep-alive connections go now, exchanges in flight may finish.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of [server, tunnels.https, tunnels.http]) s.closeIdleConnections();
+      const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+      await Promise.race([ctx.idle(), grace]);
+      // Whatever is still running is cut off; it is recorded as truncated, then we are done.
+      for (const s of sockets) s.destroy();
+      await Promise.race([ctx.idle(), new Promise((r) => setTimeout(r, 5000).unref())]);
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 100).unref())]);
+    },
+  };
+}

@@ -1,0 +1,130 @@
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import tls from "node:tls";
+import { readFileSync } from "node:fs";
+import { ProxyError } from "../core/errors.js";
+import type { TlsInfo } from "../warc/records.js";
+import { installTap } from "./tap.js";
+
+export interface ConnectorOptions {
+  connectTimeoutMs: number;
+  maxSocketsPerHost: number;
+  rejectInvalidCerts: boolean;
+  /** Extra CA PEM file trusted upstream, in addition to Node's roots. */
+  caFile: string | null;
+}
+
+/**
+ * The upstream side: pooled keep-alive agents whose sockets lathe creates itself, so every one
+ * carries a byte tap and (for TLS) the facts of its handshake.
+ */
+export interface Connector {
+  http: http.Agent;
+  https: https.Agent;
+  /** Agents whose sockets are never pooled (upgraded connections are never reused). */
+  httpFresh: http.Agent;
+  httpsFresh: https.Agent;
+  destroy(): void;
+}
+
+export function createConnector(o: ConnectorOptions): Connector {
+  const extraCa = o.caFile ? readFileSync(o.caFile, "utf8") : null;
+  const ca = extraCa ? [...tls.rootCertificates, extraCa] : undefined;
+  const agentOpts = { keepAlive: true, maxSockets: o.maxSocketsPerHost, maxFreeSockets: 256, scheduling: "lifo" as const };
+
+  const plainConnection = (opts: net.NetConnectOpts): net.Socket => {
+    const socket = net.connect(opts as net.TcpNetConnectOpts);
+    const tap = installTap(socket);
+    socket.once("connect", () => {
+      tap.ip = socket.remoteAddress;
+    });
+    armConnectTimeout(socket, "connect", o.connectTimeoutMs, opts as { host?: string; port?: number });
+    return socket;
+  };
+
+  const tlsConnection = (opts: tls.ConnectionOptions): tls.TLSSocket => {
+    const host = String(opts.host ?? "");
+    const socket = tls.connect({
+      ...opts,
+      // SNI is a DNS name; IP literals get none (RFC 6066 §3).
+      servername: net.isIP(host) ? "" : host,
+      ALPNProtocols: ["http/1.1"],
+      // Crawler semantics: record invalid certificates and write the verdict down, unless told to refuse.
+      rejectUnauthorized: o.rejectInvalidCerts,
+      ...(ca ? { ca } : {}),
+    });
+    const tap = installTap(socket);
+    socket.once("connect", () => {
+      tap.ip = socket.remoteAddress;
+    });
+    socket.once("secureConnect", () => {
+      tap.ip = socket.remoteAddress;
+      tap.tls = tlsInfoOf(socket, net.isIP(host) ? undefined : host);
+    });
+    armConnectTimeout(socket, "secureConnect", o.connectTimeoutMs, opts);
+    return socket;
+  };
+
+  const makeHttp = (keepAlive: boolean) => {
+    const a = new http.Agent({ ...agentOpts, keepAlive });
+    a.createConnection = plainConnection as typeof a.createConnection;
+    return a;
+  };
+  const makeHttps = (keepAlive: boolean) => {
+    const a = new https.Agent({ ...agentOpts, keepAlive, maxCachedSessions: 100 });
+    a.createConnection = tlsConnection as typeof a.createConnection;
+    return a;
+  };
+  const agents = { http: makeHttp(true), https: makeHttps(true), httpFresh: makeHttp(false), httpsFresh: makeHttps(false) };
+  return {
+    ...agents,
+    destroy() {
+      for (const a of Object.values(agents)) a.destroy();
+    },
+  };
+}
+
+function armConnectTimeout(socket: net.Socket, readyEvent: string, ms: number, opts: { host?: string | null; port?: number | string | null }) {
+  const t = setTimeout(() => {
+    socket.destroy(new ProxyError("ERR_UPSTREAM_TIMEOUT", `connecting to ${opts.host}:${opts.port} timed out after ${ms} ms`));
+  }, ms);
+  t.unref();
+  socket.once(readyEvent, () => clearTimeout(t));
+  socket.once("close", () => clearTimeout(t));
+}
+
+const PROTOCOL_TOKENS: Record<string, string> = {
+  "TLSv1.3": "tls/1.3",
+  "TLSv1.2": "tls/1.2",
+  "TLSv1.1": "tls/1.1",
+  TLSv1: "tls/1.0",
+  SSLv3: "ssl/3",
+};
+
+export function tlsInfoOf(socket: tls.TLSSocket, serverName: string | undefined): TlsInfo {
+  const proto = socket.getProtocol();
+  const cipher = socket.getCipher() as (tls.CipherNameAndProtocol & { standardName?: string }) | undefined;
+  const chain: Uint8Array[] = [];
+  const seen = new Set<string>();
+  let cert = socket.getPeerCertificate(true) as tls.DetailedPeerCertificate | Record<string, never>;
+  while (cert && "raw" in cert && cert.raw) {
+    const key = cert.fingerprint256;
+    if (seen.has(key)) break;
+    seen.add(key);
+    chain.push(cert.raw);
+    const issuer = cert.issuerCertificate;
+    if (!issuer || issuer === cert || issuer.fingerprint256 === key) break;
+    cert = issuer;
+  }
+  const err = socket.authorizationError as unknown as string | Error | null | undefined;
+  return {
+    protocol: proto ? (PROTOCOL_TOKENS[proto] ?? proto.toLowerCase()) : undefined,
+    cipherSuite: cipher?.standardName ?? cipher?.name,
+    serverName,
+    alpn: socket.alpnProtocol || undefined,
+    sessionReused: socket.isSessionReused(),
+    verifyResult: socket.authorized ? "ok" : typeof err === "string" ? err : (err?.message ?? "UNKNOWN"),
+    chain,
+  };
+}

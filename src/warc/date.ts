@@ -1,0 +1,25 @@
+/**
+ * WARC-Date strings from microseconds since the epoch. WARC/1.1: exactly 6 fraction digits;
+ * WARC/1.0: whole seconds, fraction truncated (its grammar has none). See warc-records.md §1.
+ */
+export type WarcVersion = "1.0" | "1.1";
+
+export function formatWarcDate(micros: bigint, version: WarcVersion = "1.1"): string {
+  const ms = Number(micros / 1000n);
+  const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
+  const seconds = iso.slice(0, 19);
+  if (version === "1.0") return `${seconds}Z`;
+  const frac = (((micros % 1_000_000n) + 1_000_000n) % 1_000_000n).toString().padStart(6, "0");
+  return `${seconds}.${frac}Z`;
+}
+
+/** `yyyyMMddHHmmssSSS` (17 digits), UTC, as in file names and CDXJ timestamps. */
+export function timestamp17(micros: bigint): string {
+  const iso = new Date(Number(micros / 1000n)).toISOString();
+  return iso.replace(/[-:T.Z]/g, "").slice(0, 17);
+}
+
+/** Truncate a 1.1 date string (with fraction) to the 1.0 form. */
+export function toWarc10Date(date: string): string {
+  return date.replace(/\.\d+Z$/, "Z");
+}

@@ -1,0 +1,250 @@
+/**
+ * One serialized record → the exact bytes it will take on disk (warc-files.md §3): one gzip
+ * member, or for `.warc` the record plus CRLF CRLF. Compression streams through node:zlib (the
+ * threadpool, never a sync call) into a spool — memory up to a bound, then a temp file — so the
+ * writer knows the member's exact size before it appends anything, as rollover needs.
+ */
+import { randomUUID } from "node:crypto";
+import { open, unlink, type FileHandle } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGzip } from "node:zlib";
+import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
+import { blockSize, RECORD_TRAILER } from "./serialize.js";
+import type { BlockPart, StreamSource } from "./types.js";
+
+/** The subset of FileHandle the writer appends with (a seam for tests). */
+export interface PositionalWriter {
+  write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
+}
+
+export interface EncodeOptions {
+  gzip: boolean;
+  /** Deflate level, default 6. */
+  level?: number;
+  /** Add the 'sl' extra field (warc-files.md §3.1). */
+  skipLength?: boolean;
+  /** Where members too big for memory are spooled; default os.tmpdir(). */
+  spoolDir?: string;
+  /** Compressed bytes kept in memory before spilling to a temp file; default 1 MiB. */
+  spoolMemoryBytes?: number;
+}
+
+export interface EncodedRecord {
+  /** Bytes on disk: the whole gzip member, or the record with its CRLF CRLF. */
+  readonly size: number;
+  /** Bytes of the serialized record: header, block, CRLF CRLF (what the member inflates to). */
+  readonly recordSize: number;
+  /** Write all `size` bytes at `position`. */
+  writeTo(out: PositionalWriter, position: number): Promise<void>;
+  /** Release the spool (temp file); idempotent. */
+  dispose(): Promise<void>;
+}
+
+export const GZIP_HEADER_BYTES = 10;
+export const SL_EXTRA_BYTES = 14;
+const MIB = 1024 * 1024;
+const UINT32_MAX = 0xffffffff;
+
+export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: EncodeOptions): Promise<EncodedRecord> {
+  const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
+  if (!opts.gzip) return plainRecord(head, block, recordSize);
+
+  const spool = new Spool(opts.spoolDir ?? tmpdir(), opts.spoolMemoryBytes ?? MIB);
+  try {
+    await pipeline(
+      Readable.from(recordBytes(head, block)),
+      createGzip({ level: opts.level ?? 6, chunkSize: 64 * 1024 }),
+      async (gz: AsyncIterable<Buffer>) => {
+        for await (const c of gz) await spool.write(c);
+      },
+    );
+    await spool.finish();
+  } catch (e) {
+    await spool.dispose();
+    throw e;
+  }
+  const h = spool.first;
+  if (h[0] !== 0x1f || h[1] !== 0x8b || h[2] !== 8 || h[3] !== 0) {
+    await spool.dispose();
+    throw new ProxyError("ERR_INTERNAL", `zlib wrote an unexpected gzip header ${h.toString("hex")}`);
+  }
+  // The 'sl' field needs both lengths, known only now: patch FLG and insert the 14 bytes
+  // after the fixed header instead of seeking back in the file.
+  const withSl = opts.skipLength === true && spool.size + SL_EXTRA_BYTES <= UINT32_MAX && recordSize <= UINT32_MAX;
+  const size = spool.size + (withSl ? SL_EXTRA_BYTES : 0);
+  const header = withSl ? Buffer.concat([h, slExtraField(size, recordSize)]) : h;
+  if (withSl) header[3] = 0x04; // FLG.FEXTRA
+  const inMemory = spool.inMemory ? Buffer.concat([header, spool.memory().subarray(GZIP_HEADER_BYTES)]) : null;
+  return {
+    size,
+    recordSize,
+    async writeTo(out, position) {
+      if (inMemory) return writeFully(out, inMemory, position);
+      await writeFully(out, header, position);
+      await spool.copyTo(out, position + header.length, GZIP_HEADER_BYTES);
+    },
+    dispose: () => spool.dispose(),
+  };
+}
+
+/** The 14 'sl' bytes: XLEN 12, 's' 'l', LEN 8, member length, record length (all LE). */
+export function slExtraField(memberLength: number, recordLength: number): Buffer {
+  const b = Buffer.alloc(SL_EXTRA_BYTES);
+  b.writeUInt16LE(12, 0);
+  b[2] = 0x73;
+  b[3] = 0x6c;
+  b.writeUInt16LE(8, 4);
+  b.writeUInt32LE(memberLength, 6);
+  b.writeUInt32LE(recordLength, 10);
+  return b;
+}
+
+export async function writeFully(out: PositionalWriter, buf: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.byteLength) {
+    const { bytesWritten } = await out.write(buf, done, buf.byteLength - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at offset ${position + done}`);
+    done += bytesWritten;
+  }
+}
+
+/** `.warc`: nothing to compress, so no spool; the block streams straight into the file. */
+function plainRecord(head: Uint8Array, block: BlockPart[], size: number): EncodedRecord {
+  return {
+    size,
+    recordSize: size,
+    async writeTo(out, position) {
+      // Coalesce the small pieces (head, in-memory parts, trailer) into fewer write(2) calls.
+      let batch: Uint8Array[] = [];
+      let batchBytes = 0;
+      let p = position;
+      const flush = async () => {
+        const b = batch.length === 1 ? batch[0]! : Buffer.concat(batch);
+        batch = [];
+        batchBytes = 0;
+        await writeFully(out, b, p);
+        p += b.byteLength;
+      };
+      for await (const c of recordBytes(head, block)) {
+        batch.push(c);
+        batchBytes += c.byteLength;
+        if (batchBytes >= 64 * 1024) await flush();
+      }
+      if (batchBytes > 0) await flush();
+    },
+    async dispose() {},
+  };
+}
+
+/** The serialized record as a byte stream: head, block parts, CRLF CRLF. */
+async function* recordBytes(head: Uint8Array, block: BlockPart[]): AsyncGenerator<Uint8Array> {
+  yield head;
+  for (const part of block) {
+    if (part instanceof Uint8Array) {
+      if (part.byteLength > 0) yield part;
+    } else {
+      yield* readSource(part);
+    }
+  }
+  yield RECORD_TRAILER;
+}
+
+/**
+ * A spooled body must hold exactly its declared size: Content-Length was already computed from
+ * it, and a mismatch would corrupt every record after this one. ERR_SPOOL marks the fault as the
+ * source's, not the WARC file's.
+ */
+async function* readSource(src: StreamSource): AsyncGenerator<Uint8Array> {
+  let n = 0;
+  try {
+    for await (const c of src.createReadStream()) {
+      const b: Buffer = typeof c === "string" ? Buffer.from(c) : c;
+      n += b.length;
+      if (n > src.size) break;
+      yield b;
+    }
+  } catch (e) {
+    if (isProxyError(e)) throw e;
+    throw new ProxyError("ERR_SPOOL", `cannot read a record block: ${errorMessage(e)}`, e);
+  }
+  if (n !== src.size) {
+    throw new ProxyError("ERR_SPOOL", `a record block part is ${n > src.size ? "longer" : "shorter"} than its declared ${src.size} bytes`);
+  }
+}
+
+/** Compressed bytes: memory up to a bound, then an (already unlinked where possible) temp file. */
+class Spool {
+  size = 0;
+  readonly first = Buffer.alloc(GZIP_HEADER_BYTES);
+  #buffered: Buffer[] = [];
+  #bufferedBytes = 0;
+  #fileBytes = 0;
+  #fh: FileHandle | null = null;
+  #path: string | null = null;
+  readonly #dir: string;
+  readonly #memoryLimit: number;
+
+  constructor(dir: string, memoryLimit: number) {
+    this.#dir = dir;
+    this.#memoryLimit = memoryLimit;
+  }
+
+  get inMemory(): boolean {
+    return this.#fh === null;
+  }
+
+  memory(): Buffer {
+    return Buffer.concat(this.#buffered, this.#bufferedBytes);
+  }
+
+  async write(c: Buffer): Promise<void> {
+    if (this.size < GZIP_HEADER_BYTES) c.copy(this.first, this.size, 0, Math.min(c.length, GZIP_HEADER_BYTES - this.size));
+    this.size += c.length;
+    this.#buffered.push(c);
+    this.#bufferedBytes += c.length;
+    if (this.#fh ? this.#bufferedBytes >= MIB : this.size > this.#memoryLimit) await this.#flush();
+  }
+
+  async finish(): Promise<void> {
+    if (this.#fh) await this.#flush();
+  }
+
+  async copyTo(out: PositionalWriter, position: number, from: number): Promise<void> {
+    const fh = this.#fh!;
+    const buf = Buffer.allocUnsafe(MIB);
+    for (let at = from; at < this.#fileBytes; ) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(MIB, this.#fileBytes - at), at);
+      if (bytesRead <= 0) throw new Error("spool file shorter than written");
+      await writeFully(out, buf.subarray(0, bytesRead), position + (at - from));
+      at += bytesRead;
+    }
+  }
+
+  async dispose(): Promise<void> {
+    const fh = this.#fh;
+    const path = this.#path;
+    this.#fh = null;
+    this.#path = null;
+    this.#buffered = [];
+    await fh?.close().catch(() => {});
+    if (path) await unlink(path).catch(() => {});
+  }
+
+  async #flush(): Promise<void> {
+    if (!this.#fh) {
+      const path = join(this.#dir, `lathe-member-${randomUUID()}.tmp`);
+      this.#fh = await open(path, "wx+", 0o600);
+      // Unlinked at once so a crash cannot leave it behind; kept (and removed on dispose)
+      // only where the platform refuses to unlink an open file.
+      this.#path = await unlink(path).then(() => null, () => path);
+    }
+    const data = Buffer.concat(this.#buffered, this.#bufferedBytes);
+    this.#buffered = [];
+    this.#bufferedBytes = 0;
+    await writeFully(this.#fh, data, this.#fileBytes);
+    this.#fileBytes += data.length;
+  }
+}

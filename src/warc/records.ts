@@ -1,0 +1,126 @@
+/**
+ * Pure builders for the records of a capture (warc-records.md §2, §3; tls-and-resources.md A).
+ * They produce RecordDrafts: fields in spec order, no WARC-Warcinfo-ID or Content-Length (the
+ * writer adds those, it knows the file).
+ */
+import { createHash } from "node:crypto";
+import { type WarcVersion, formatWarcDate } from "./date.js";
+import { type DigestAlgorithm, digestOf } from "./digest.js";
+import type { BlockPart, RecordDraft, StreamSource } from "./types.js";
+
+export interface HttpBlock {
+  head: Uint8Array;
+  body: StreamSource | null;
+  blockDigest: string;
+  payloadDigest: string | null;
+}
+
+export interface CaptureMeta {
+  /** µs since epoch; the instant the request head's first byte went upstream. */
+  dateMicros: bigint;
+  targetUri: string;
+  ip?: string;
+  /** e.g. ["http/1.1", "tls/1.3"], application first. */
+  protocols: string[];
+  cipherSuite?: string;
+}
+
+function blockOf(b: HttpBlock): BlockPart[] {
+  return b.body && b.body.size > 0 ? [b.head, b.body] : [b.head];
+}
+
+function common(meta: CaptureMeta): Array<[string, string]> {
+  const f: Array<[string, string]> = [];
+  if (meta.ip) f.push(["WARC-IP-Address", meta.ip]);
+  for (const p of meta.protocols) f.push(["WARC-Protocol", p]);
+  if (meta.cipherSuite) f.push(["WARC-Cipher-Suite", meta.cipherSuite]);
+  return f;
+}
+
+export function buildResponse(
+  id: string,
+  meta: CaptureMeta,
+  http: HttpBlock & { truncated: string | null },
+  version: WarcVersion,
+): RecordDraft {
+  const fields: Array<[string, string]> = [
+    ["WARC-Type", "response"],
+    ["WARC-Record-ID", id],
+    ["WARC-Date", formatWarcDate(meta.dateMicros, version)],
+    ["WARC-Target-URI", meta.targetUri],
+    ...common(meta),
+  ];
+  if (http.truncated) fields.push(["WARC-Truncated", http.truncated]);
+  fields.push(["WARC-Block-Digest", http.blockDigest]);
+  if (http.payloadDigest) fields.push(["WARC-Payload-Digest", http.payloadDigest]);
+  fields.push(["Content-Type", "application/http;msgtype=response"]);
+  return { type: "response", id, fields, block: blockOf(http) };
+}
+
+export function buildRequest(
+  id: string,
+  concurrentTo: string,
+  meta: CaptureMeta,
+  http: HttpBlock,
+  version: WarcVersion,
+): RecordDraft {
+  const fields: Array<[string, string]> = [
+    ["WARC-Type", "request"],
+    ["WARC-Record-ID", id],
+    ["WARC-Date", formatWarcDate(meta.dateMicros, version)],
+    ["WARC-Target-URI", meta.targetUri],
+    ["WARC-Concurrent-To", concurrentTo],
+    ...common(meta),
+    ["WARC-Block-Digest", http.blockDigest],
+  ];
+  if (http.payloadDigest) fields.push(["WARC-Payload-Digest", http.payloadDigest]);
+  fields.push(["Content-Type", "application/http;msgtype=request"]);
+  return { type: "request", id, fields, block: blockOf(http) };
+}
+
+/** What lathe knows of one upstream TLS connection (tls-and-resources.md A). */
+export interface TlsInfo {
+  protocol?: string; // "tls/1.3"
+  cipherSuite?: string; // IANA name
+  serverName?: string;
+  alpn?: string;
+  sessionReused: boolean;
+  verifyResult: string; // "ok" or the verifier's code
+  chain: Uint8Array[]; // DER, leaf first
+}
+
+export function tlsFields(tls: TlsInfo): string {
+  const lines: string[] = [];
+  if (tls.protocol) lines.push(`tls-protocol: ${tls.protocol}`);
+  if (tls.cipherSuite) lines.push(`tls-cipher-suite: ${tls.cipherSuite}`);
+  if (tls.serverName) lines.push(`tls-server-name: ${tls.serverName}`);
+  if (tls.alpn) lines.push(`tls-alpn: ${tls.alpn}`);
+  lines.push(`tls-session-reused: ${tls.sessionReused}`);
+  lines.push(`tls-verify-result: ${tls.verifyResult}`);
+  for (const der of tls.chain) lines.push(`tls-certificate-sha256: ${createHash("sha256").update(der).digest("hex")}`);
+  for (const der of tls.chain) lines.push(`tls-certificate: ${Buffer.from(der).toString("base64")}`);
+  return lines.map((l) => l + "\r\n").join("");
+}
+
+export function buildTlsMetadata(
+  id: string,
+  concurrentTo: string,
+  meta: CaptureMeta,
+  tls: TlsInfo,
+  version: WarcVersion,
+  alg: DigestAlgorithm,
+): RecordDraft {
+  const body = Buffer.from(tlsFields(tls), "latin1");
+  const fields: Array<[string, string]> = [
+    ["WARC-Type", "metadata"],
+    ["WARC-Record-ID", id],
+    ["WARC-Date", formatWarcDate(meta.dateMicros, version)],
+    ["WARC-Target-URI", meta.targetUri],
+    ["WARC-Concurrent-To", concurrentTo],
+  ];
+  if (meta.ip) fields.push(["WARC-IP-Address", meta.ip]);
+  if (tls.protocol) fields.push(["WARC-Protocol", tls.protocol]);
+  if (tls.cipherSuite) fields.push(["WARC-Cipher-Suite", tls.cipherSuite]);
+  fields.push(["WARC-Block-Digest", digestOf(alg, body)], ["Content-Type", "application/warc-fields"]);
+  return { type: "metadata", id, fields, block: [body] };
+}

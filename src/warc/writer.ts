@@ -1,0 +1,419 @@
+/**
+ * The one writer of an output series (warc-files.md §2, §6): a serial queue of groups, each
+ * appended contiguously to a `NAME.open` file that starts with its warcinfo, rolled over by
+ * size and idleness, renamed to `NAME` on close. `write()` resolves only once the bytes are in
+ * the file; a failure rejects with ERR_WARC_WRITE, leaves no partial group behind, and the
+ * writer heals itself when a later write succeeds.
+ */
+import { randomBytes } from "node:crypto";
+import * as fsp from "node:fs/promises";
+import { availableParallelism, hostname as osHostname } from "node:os";
+import { join } from "node:path";
+import type { Clock } from "../core/clock.js";
+import { ProxyError, errorMessage, isProxyError, systemCode } from "../core/errors.js";
+import { recordId, type IdSource } from "../core/ids.js";
+import type { Logger } from "../core/log.js";
+import type { WarcVersion } from "./date.js";
+import type { DigestAlgorithm } from "./digest.js";
+import { encodeRecord, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
+import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
+import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
+import { syncDir } from "./syncDir.js";
+import type { RecordDraft, WarcWriter, WriterState, WrittenRecord } from "./types.js";
+import { buildWarcinfo, hostIp, type WarcinfoInfo } from "./warcinfo.js";
+
+export interface WarcFileHandle extends PositionalWriter {
+  sync(): Promise<void>;
+  truncate(len?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The file-system calls the writer makes: a seam so tests can inject ENOSPC and friends. */
+export interface WriterFs {
+  open(path: string, flags: string, mode: number): Promise<WarcFileHandle>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  exists(path: string): Promise<boolean>;
+  mkdir(dir: string): Promise<void>;
+  syncDir(dir: string): Promise<void>;
+}
+
+export const nodeWriterFs: WriterFs = {
+  open: (p, flags, mode) => fsp.open(p, flags, mode),
+  rename: (a, b) => fsp.rename(a, b),
+  unlink: (p) => fsp.unlink(p),
+  exists: (p) =>
+    fsp.lstat(p).then(
+      () => true,
+      (e) => (systemCode(e) === "ENOENT" ? false : Promise.reject(e)),
+    ),
+  mkdir: async (d) => {
+    await fsp.mkdir(d, { recursive: true });
+  },
+  syncDir,
+};
+
+export interface WarcWriterOptions {
+  dir: string;
+  prefix: string;
+  /** File name template without extension; default `{prefix}-{timestamp17}-{serial}-{hostname}`. */
+  template?: string;
+  gzip: boolean;
+  gzipLevel?: number;
+  skipLength?: boolean;
+  version: WarcVersion;
+  digest: DigestAlgorithm;
+  maxFileBytes: number;
+  /** 0 disables. */
+  idleRolloverMs: number;
+  durability: "rollover" | "strict";
+  warcinfo: WarcinfoInfo;
+  /** `lathe/<version>`. */
+  software: string;
+  port?: number;
+  /** Default os.hostname(). */
+  hostname?: string;
+  /** warcinfo `ip`; default the host's first non-internal address; null omits it. */
+  ip?: string | null;
+  clock: Clock;
+  ids: IdSource;
+  log: Logger;
+  spoolDir?: string;
+  spoolMemoryBytes?: number;
+  /** Groups compressed ahead of the queue at once; default min(4, CPUs). */
+  encodeConcurrency?: number;
+  /** Called with the final path after each file is closed and renamed. */
+  onFileClosed?: (finalPath: string) => void;
+  fs?: WriterFs;
+}
+
+export interface WarcFileWriter extends WarcWriter {
+  /** Collection metadata changed (§5): queued groups finish, the file closes, the next carries `info`. */
+  setWarcinfo(info: WarcinfoInfo): Promise<void>;
+}
+
+interface OpenFile {
+  name: string;
+  finalPath: string;
+  openPath: string;
+  fh: WarcFileHandle;
+  warcinfoId: string;
+  size: number;
+  /** Records besides the warcinfo. */
+  records: number;
+}
+
+interface EncodedGroup {
+  warcinfoId: string;
+  records: EncodedRecord[];
+  size: number;
+}
+
+const HINTS: Record<string, string> = {
+  ENOSPC: "disk full",
+  EDQUOT: "disk quota exceeded",
+  EROFS: "read-only file system",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EIO: "I/O error",
+  ENOTDIR: "a path component is not a directory",
+  ENOENT: "no such file or directory",
+};
+
+export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
+  const fs = opts.fs ?? nodeWriterFs;
+  const log = opts.log;
+  const template = opts.template ?? DEFAULT_TEMPLATE;
+  const problem = templateProblem(template, opts.port !== undefined);
+  if (problem) throw new ProxyError("ERR_CONFIG", `warc.filenameTemplate: ${problem}`);
+  const host = opts.hostname ?? osHostname();
+  const ip = opts.ip === undefined ? hostIp() : (opts.ip ?? undefined);
+  const token = randomToken(randomBytes(8));
+  const strict = opts.durability === "strict";
+  const enc: EncodeOptions = {
+    gzip: opts.gzip,
+    level: opts.gzipLevel ?? 6,
+    skipLength: opts.skipLength ?? false,
+    ...(opts.spoolDir !== undefined && { spoolDir: opts.spoolDir }),
+    ...(opts.spoolMemoryBytes !== undefined && { spoolMemoryBytes: opts.spoolMemoryBytes }),
+  };
+  const slots = semaphore(opts.encodeConcurrency ?? Math.max(1, Math.min(4, availableParallelism())));
+
+  let info = opts.warcinfo;
+  let serial = 0;
+  let cur: OpenFile | null = null;
+  // Pre-drawn so a group can be compressed for the file that its arrival will open.
+  let nextWarcinfoId = recordId(opts.ids.uuid());
+  let failed: ProxyError | null = null;
+  let closing: Promise<void> | null = null;
+  let idle: NodeJS.Timeout | null = null;
+  let tail: Promise<unknown> = Promise.resolve();
+  const filesWritten: string[] = [];
+  let recordsWritten = 0;
+  let bytesWritten = 0;
+
+  function enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = tail.then(task);
+    tail = run.catch(() => {});
+    return run;
+  }
+
+  function failure(file: string, e: unknown, op = "write"): ProxyError {
+    const code = systemCode(e);
+    const hint = code && HINTS[code] ? `${HINTS[code]} (${errorMessage(e)})` : errorMessage(e);
+    failed = new ProxyError("ERR_WARC_WRITE", `cannot ${op} WARC file ${file}: ${hint}`, e);
+    log.error("warc-write-failed", { file, op, code, error: failed.message });
+    return failed;
+  }
+
+  async function encodeGroup(group: RecordDraft[], warcinfoId: string): Promise<EncodedGroup> {
+    const records: EncodedRecord[] = [];
+    try {
+      for (const d of group) {
+        if (d.type === "warcinfo") throw new ProxyError("ERR_INTERNAL", "a group must not hold a warcinfo record: each file's own is written by the writer");
+        records.push(await encodeRecord(serializeHeader(d, { version: opts.version, warcinfoId }), d.block, enc));
+      }
+    } catch (e) {
+      await Promise.all(records.map((r) => r.dispose()));
+      throw e;
+    }
+    return { warcinfoId, records, size: records.reduce((n, r) => n + r.size, 0) };
+  }
+
+  const disposeGroup = (g: EncodedGroup) => Promise.all(g.records.map((r) => r.dispose()));
+
+  async function append(group: RecordDraft[], first: EncodedGroup): Promise<WrittenRecord[]> {
+    let g = first;
+    try {
+      for (;;) {
+        if (cur && cur.records > 0 && cur.size + g.size > opts.maxFileBytes) await closeCurrent();
+        const target = cur ? cur.warcinfoId : nextWarcinfoId;
+        if (g.warcinfoId === target) break;
+        // Compressed for another file (a rollover came in between): every WARC-Warcinfo-ID must
+        // name the warcinfo of the file its record lands in, so compress again.
+        await disposeGroup(g);
+        g = await encodeGroup(group, target);
+      }
+      const fresh = cur === null;
+      return await appendGroup(cur ?? (await openFile()), group, g, fresh);
+    } finally {
+      await disposeGroup(g);
+    }
+  }
+
+  async function openFile(): Promise<OpenFile> {
+    const micros = opts.clock.nowMicros();
+    let name = "";
+    let finalPath = "";
+    let openPath = "";
+    let fh: WarcFileHandle;
+    try {
+      await fs.mkdir(opts.dir);
+      for (;;) {
+        const parts = { prefix: opts.prefix, openedMicros: micros, serial: serial++, hostname: host, pid: process.pid, randomtoken: token };
+        name = warcFileName(template, opts.port === undefined ? parts : { ...parts, port: opts.port }, opts.gzip);
+        finalPath = join(opts.dir, name);
+        openPath = finalPath + ".open";
+        // Exclusive create, and never a name whose final form exists: no file is overwritten.
+        if (await fs.exists(finalPath)) continue;
+        try {
+          fh = await fs.open(openPath, "wx", 0o644);
+          break;
+        } catch (e) {
+          if (systemCode(e) !== "EEXIST") throw e;
+        }
+      }
+    } catch (e) {
+      throw isProxyError(e) ? e : failure(openPath || opts.dir, e, "create");
+    }
+    const id = nextWarcinfoId;
+    nextWarcinfoId = recordId(opts.ids.uuid());
+    try {
+      const draft = buildWarcinfo({ id, dateMicros: micros, filename: name, version: opts.version, digest: opts.digest, software: opts.software, hostname: host, ...(ip !== undefined && { ip }), info });
+      const rec = await encodeRecord(serializeHeader(draft, { version: opts.version }), draft.block, enc);
+      try {
+        await rec.writeTo(fh, 0);
+      } finally {
+        await rec.dispose();
+      }
+      // Strict durability: the file's directory entry must survive a crash as well as its bytes.
+      if (strict) await fs.syncDir(opts.dir);
+      bytesWritten += rec.size;
+      cur = { name, finalPath, openPath, fh, warcinfoId: id, size: rec.size, records: 0 };
+      log.info("warc-file-opened", { file: openPath });
+      return cur;
+    } catch (e) {
+      await fh.close().catch(() => {});
+      await fs.unlink(openPath).catch(() => {});
+      throw isProxyError(e) ? e : failure(openPath, e);
+    }
+  }
+
+  async function appendGroup(f: OpenFile, group: RecordDraft[], g: EncodedGroup, fresh: boolean): Promise<WrittenRecord[]> {
+    const start = f.size;
+    let pos = start;
+    let syncing = false;
+    const out: WrittenRecord[] = [];
+    try {
+      for (let i = 0; i < g.records.length; i++) {
+        const r = g.records[i]!;
+        const d = group[i]!;
+        await r.writeTo(f.fh, pos);
+        const w: WrittenRecord = { id: d.id, type: d.type, filename: f.name, offset: pos, length: opts.gzip ? r.size : r.size - RECORD_TRAILER.byteLength };
+        const uri = field(d, "WARC-Target-URI");
+        const date = field(d, "WARC-Date");
+        if (uri !== undefined) w.targetUri = uri;
+        if (date !== undefined) w.date = date;
+        out.push(w);
+        pos += r.size;
+      }
+      if (strict) {
+        syncing = true;
+        await f.fh.sync();
+      }
+    } catch (e) {
+      const err = isProxyError(e) ? e : failure(f.openPath, e, syncing ? "fsync" : "write");
+      await rollback(f, start, fresh, syncing);
+      throw err;
+    }
+    f.size = pos;
+    f.records += group.length;
+    recordsWritten += group.length;
+    bytesWritten += pos - start;
+    failed = null;
+    // A group that filled the file (or one larger than the limit, alone in it) closes it now.
+    if (f.size >= opts.maxFileBytes) await closeCurrent();
+    else armIdle(f);
+    return out;
+  }
+
+  /** Leave no part of a failed group in the file. */
+  async function rollback(f: OpenFile, start: number, fresh: boolean, syncFailed: boolean): Promise<void> {
+    if (!fresh && !syncFailed) {
+      try {
+        await f.fh.truncate(start);
+        log.warn("warc-group-rolled-back", { file: f.openPath, offset: start });
+        return;
+      } catch (e) {
+        log.error("warc-truncate-failed", { file: f.openPath, error: e });
+      }
+    }
+    // A fresh file holds nothing anyone was told about: remove it. Otherwise (truncate or fsync
+    // failed) the tail is uncertain: stop using the file and leave it `.open` for start-up
+    // recovery (§7), which cuts it back to its complete records.
+    if (cur === f) cur = null;
+    clearIdle();
+    await f.fh.close().catch(() => {});
+    if (fresh) await fs.unlink(f.openPath).catch(() => {});
+    else log.error("warc-file-abandoned", { file: f.openPath, keptBytes: start });
+  }
+
+  async function closeCurrent(): Promise<void> {
+    const f = cur;
+    if (!f) return;
+    cur = null;
+    clearIdle();
+    let op = "fsync";
+    try {
+      await f.fh.sync();
+      op = "close";
+      await f.fh.close();
+      op = "rename";
+      await fs.rename(f.openPath, f.finalPath);
+      op = "fsync the directory of";
+      await fs.syncDir(opts.dir);
+    } catch (e) {
+      if (op === "fsync") await f.fh.close().catch(() => {});
+      throw failure(f.openPath, e, op); // stays `.open`; start-up recovery finishes it
+    }
+    filesWritten.push(f.name);
+    log.info("warc-file-closed", { file: f.finalPath, bytes: f.size, records: f.records });
+    try {
+      opts.onFileClosed?.(f.finalPath);
+    } catch (e) {
+      log.error("warc-file-closed-callback-failed", { file: f.finalPath, error: e });
+    }
+  }
+
+  function armIdle(f: OpenFile): void {
+    clearIdle();
+    if (opts.idleRolloverMs <= 0) return;
+    const seen = f.records;
+    idle = setTimeout(() => {
+      // Through the queue, and only if nothing arrived meanwhile. A failure is already logged
+      // and marked in state().failed by closeCurrent.
+      enqueue(async () => {
+        if (cur === f && f.records === seen) await closeCurrent();
+      }).catch(() => {});
+    }, opts.idleRolloverMs);
+    idle.unref();
+  }
+
+  function clearIdle(): void {
+    if (idle) clearTimeout(idle);
+    idle = null;
+  }
+
+  return {
+    write(group) {
+      if (closing) return Promise.reject(new ProxyError("ERR_WARC_WRITE", `the WARC writer for ${opts.dir} is closed`));
+      if (group.length === 0) return Promise.resolve([]);
+      // Compression runs ahead of the queue (bounded); the queue slot is taken now, so groups
+      // land in call order and close() waits for every write called before it.
+      const encoding = slots.acquire().then(() => encodeGroup(group, cur?.warcinfoId ?? nextWarcinfoId));
+      encoding.catch(() => {}); // awaited in the queue; this only silences an early rejection
+      return enqueue(async () => {
+        try {
+          return await append(group, await encoding);
+        } catch (e) {
+          throw isProxyError(e) ? e : failure(opts.spoolDir ?? opts.dir, e, "spool a record for");
+        } finally {
+          slots.release();
+        }
+      });
+    },
+    rollover: () => enqueue(closeCurrent),
+    close() {
+      closing ??= enqueue(async () => {
+        clearIdle();
+        await closeCurrent();
+      });
+      return closing;
+    },
+    setWarcinfo(next) {
+      return enqueue(async () => {
+        if (JSON.stringify(next) === JSON.stringify(info)) return;
+        info = next;
+        await closeCurrent();
+      });
+    },
+    state(): WriterState {
+      return { failed, currentFile: cur?.name ?? null, filesWritten: [...filesWritten], recordsWritten, bytesWritten };
+    },
+  };
+}
+
+function field(d: RecordDraft, name: string): string | undefined {
+  const n = name.toLowerCase();
+  return d.fields.find(([k]) => k.toLowerCase() === n)?.[1];
+}
+
+/** FIFO counting semaphore: holders are always the earliest writes, so the queue never starves. */
+function semaphore(n: number) {
+  let free = n;
+  const waiting: Array<() => void> = [];
+  return {
+    acquire(): Promise<void> {
+      if (free > 0) {
+        free--;
+        return Promise.resolve();
+      }
+      return new Promise<void>((r) => waiting.push(r));
+    },
+    release(): void {
+      const next = waiting.shift();
+      if (next) next();
+      else free++;
+    },
+  };
+}
