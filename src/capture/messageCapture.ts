@@ -208,7 +208,12 @@ export class MessageCapture {
    * `clean` (orderly close for close-delimited bodies), or a truncation cause.
    * Returns null when no complete head was seen (nothing is recorded then).
    */
-  async finalize(mode: ChunkedMode, ended: "clean" | Truncation, lenient = false): Promise<CapturedMessage | null> {
+  async finalize(
+    mode: ChunkedMode,
+    ended: "clean" | Truncation,
+    o: { lenient?: boolean; rejected?: boolean } = {},
+  ): Promise<CapturedMessage | null> {
+    const lenient = o.lenient ?? false;
     const head = this.#head;
     if (!head) return null;
     const alg = this.#o.digest;
@@ -216,10 +221,12 @@ export class MessageCapture {
     if (this.#cutAtLimit) truncated = "length";
     else if (!this.#complete) truncated = ended === "clean" && this.#mode === "close" ? null : ended === "clean" ? "disconnect" : ended;
     const framingError = this.#dechunker?.error ?? null;
-    if (framingError) truncated = "unspecified";
+    // Bytes Node's parser refused (decisions.md §1) or a broken chunk framing are kept as received.
+    const asReceived = framingError !== null || o.rejected === true;
+    if (asReceived) truncated = "unspecified";
     const spool = this.#spool;
     if (spool) await spool.finish();
-    const dechunk = this.#dechunker !== null && mode === "dechunk" && !framingError;
+    const dechunk = this.#dechunker !== null && mode === "dechunk" && !asReceived;
     const trailers = this.#dechunker?.trailers ?? [];
     let storedHead = head.bytes;
     if (dechunk) {
@@ -241,7 +248,7 @@ export class MessageCapture {
     // Payload: the entity (chunked coding removed), or the body bytes as received on a framing error.
     let payload: string | null = null;
     if (this.#entityHash) {
-      payload = formatDigest(alg, (framingError ? this.#rawBodyHash! : this.#entityHash).digest());
+      payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
     }
     const blockHash = newHash(alg).update(storedHead);
     if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);

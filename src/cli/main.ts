@@ -57,7 +57,7 @@ export async function runCli(argv: string[]): Promise<number> {
       return e.code === "ERR_CONFIG" ? 2 : 1;
     }
     if (e && typeof e === "object" && "code" in e && String((e as { code: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
-      process.stderr.write(`lathe: ${(e as Error).message}\n\n${HELP}`);
+      process.stderr.write(`lathe: ${(e as unknown as Error).message}\n\n${HELP}`);
       return 2;
     }
     process.stderr.write(`lathe: unexpected error: ${(e as Error).stack ?? String(e)}\n`);

@@ -105,7 +105,7 @@ async function archiveExchange(
   let response: CapturedMessage | null = null;
   try {
     request = await caps.request.finalize(mode, "clean");
-    response = await caps.response.finalize(mode, ended, lenient);
+    response = await caps.response.finalize(mode, ended, { lenient, rejected: wireExact });
   } catch (e) {
     ctx.log.error("capture-failed", { uri, error: e });
   }
@@ -114,7 +114,6 @@ async function archiveExchange(
     ctx.log.warn("capture-incomplete", { uri, reason: "no complete response head was received" });
     return false;
   }
-  if (wireExact) response.truncated = "unspecified";
   const ex: CompletedExchange = {
     targetUri: uri,
     method,

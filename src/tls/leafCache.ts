@@ -65,6 +65,11 @@ export class LeafCache {
     return this.#entry(name).context;
   }
 
+  /** The same as get: satisfies proxy/leafSource.ts's LeafSource. */
+  contextFor(name: string): SecureContext {
+    return this.get(name);
+  }
+
   /** The leaf PEM a context presents (tests, diagnostics). */
   certPem(name: string): string {
     return this.#entry(name).certPem;

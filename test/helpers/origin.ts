@@ -39,19 +39,19 @@ type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffe
 
 export const routes: Record<string, Handler> = {
   bytes(req, res) {
-    const n = Number(req.url!.split("/")[2] ?? 1000);
+    const n = Number(req.url!.split("?")[0]!.split("/")[2] ?? 1000);
     const b = bytesOf(n, n);
     res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": b.length });
     res.end(b);
   },
   text(req, res) {
-    const n = Number(req.url!.split("/")[2] ?? 1000);
+    const n = Number(req.url!.split("?")[0]!.split("/")[2] ?? 1000);
     const b = Buffer.from("<p>hello lathe</p>\n".repeat(Math.ceil(n / 19)).slice(0, n));
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Length": b.length });
     res.end(b);
   },
   chunked(req, res) {
-    const n = Number(req.url!.split("/")[2] ?? 1000);
+    const n = Number(req.url!.split("?")[0]!.split("/")[2] ?? 1000);
     const b = bytesOf(n, n + 7);
     const withTrailers = req.url!.includes("trailers");
     res.writeHead(200, withTrailers ? { "Content-Type": "application/octet-stream", Trailer: "X-Checksum" } : { "Content-Type": "application/octet-stream" });
@@ -65,7 +65,7 @@ export const routes: Record<string, Handler> = {
     res.end(b);
   },
   slow(req, res) {
-    const n = Number(req.url!.split("/")[2] ?? 10);
+    const n = Number(req.url!.split("?")[0]!.split("/")[2] ?? 10);
     res.writeHead(200, { "Content-Type": "text/plain", "Content-Length": n });
     let i = 0;
     const t = setInterval(() => {
@@ -102,7 +102,7 @@ export const routes: Record<string, Handler> = {
   },
   page(req, res) {
     // An HTML page with N subresources (images, scripts, styles, fetch).
-    const n = Number(req.url!.split("/")[2] ?? 20);
+    const n = Number(req.url!.split("?")[0]!.split("/")[2] ?? 20);
     const items: string[] = [];
     for (let i = 0; i < n; i++) {
       if (i % 3 === 0) items.push(`<img src="/img/${i}.svg">`);

@@ -2,6 +2,7 @@
 import { describe, it, expect, afterAll } from "vitest";
 import { readFile, writeFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { ProxyError } from "../../src/core/errors.js";
 import { caCommand } from "../../src/cli/ca.js";
 import { CA_CERT_FILE, CA_KEY_FILE } from "../../src/tls/store.js";
 import { run, tempDir, removeTempDirs } from "./fixtures.js";
@@ -9,9 +10,9 @@ import { run, tempDir, removeTempDirs } from "./fixtures.js";
 afterAll(removeTempDirs);
 
 async function ca(args: Parameters<typeof caCommand>[0]): Promise<{ code: number; text: string }> {
-  const lines: string[] = [];
-  const code = await caCommand(args, (s) => lines.push(s));
-  return { code, text: lines.join("\n") };
+  let text = "";
+  const code = await caCommand(args, (s) => (text += s));
+  return { code, text };
 }
 
 describe("lathe ca", () => {
@@ -47,19 +48,22 @@ describe("lathe ca", () => {
     expect(((await stat(target)).mode & 0o777).toString(8)).toBe("644");
   });
 
-  it("--export alone prints just the PEM", async () => {
+  it("export: true (--pem) prints the PEM after the summary", async () => {
     const certs = join(await tempDir(), "certs");
     const r = await ca({ certs, export: true });
     expect(r.code).toBe(0);
-    expect(r.text + "\n").toBe(await readFile(join(certs, CA_CERT_FILE), "utf8"));
+    expect(r.text).toMatch(/^created a new CA[\s\S]+SHA-256 fingerprint: /);
+    expect(r.text.endsWith("\n\n" + (await readFile(join(certs, CA_CERT_FILE), "utf8")))).toBe(true);
+    expect(r.text).not.toContain("PRIVATE KEY");
   });
 
-  it("fails with the store's message and a non-zero code on a broken CA", async () => {
+  it("rejects with the store's ERR_CA, naming the file, on a broken CA", async () => {
     const certs = join(await tempDir(), "certs");
     await ca({ certs });
     await writeFile(join(certs, CA_KEY_FILE), "garbage", { mode: 0o600 });
-    const r = await ca({ certs });
-    expect(r.code).toBe(1);
-    expect(r.text).toContain(join(certs, CA_KEY_FILE));
+    const e = await ca({ certs }).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(ProxyError);
+    expect((e as ProxyError).code).toBe("ERR_CA");
+    expect((e as ProxyError).message).toContain(join(certs, CA_KEY_FILE));
   });
 });
