@@ -55,6 +55,7 @@ export function handleConnect(
     sendPlainOnSocket(socket, refused.status, refused.message);
     return;
   }
+  socket.setNoDelay(true);
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   const timer = setTimeout(() => {
     ctx.log.debug("tunnel-timeout", { host: target.host, reason: "no TLS handshake" });

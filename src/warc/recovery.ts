@@ -58,9 +58,8 @@ async function recoverFile(dir: string, openName: string): Promise<RecoveryRepor
   const finalPath = join(dir, file);
   try {
     const fh = await open(openPath, "r+");
-    let scan: ScanResult;
     try {
-      scan = await scanHandle(fh, file.endsWith(".gz"));
+      const scan = await scanHandle(fh, file.endsWith(".gz"));
       const report = { file, openPath, keptBytes: scan.keptBytes, droppedBytes: scan.size - scan.keptBytes, recordsKept: scan.records };
       if (scan.keptBytes === 0) {
         await fh.close();

@@ -238,7 +238,6 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       }
       // Strict durability: the file's directory entry must survive a crash as well as its bytes.
       if (strict) await fs.syncDir(opts.dir);
-      bytesWritten += rec.size;
       cur = { name, finalPath, openPath, fh, warcinfoId: id, size: rec.size, records: 0 };
       log.info("warc-file-opened", { file: openPath });
       return cur;
@@ -279,9 +278,10 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     f.size = pos;
     f.records += group.length;
     recordsWritten += group.length;
-    bytesWritten += pos - start;
+    bytesWritten += pos - (fresh ? 0 : start); // a fresh file's warcinfo counts once it is kept
     failed = null;
     // A group that filled the file (or one larger than the limit, alone in it) closes it now.
+    // Should that close fail, this write rejects too: its bytes are only as safe as the file.
     if (f.size >= opts.maxFileBytes) await closeCurrent();
     else armIdle(f);
     return out;
