@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip } from "node:zlib";
+import { createGzip, deflateRawSync, gzipSync } from "node:zlib";
 import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
 import { blockSize, RECORD_TRAILER } from "./serialize.js";
 import type { BlockPart, StreamSource } from "./types.js";
@@ -37,6 +37,8 @@ export interface EncodedRecord {
   readonly size: number;
   /** Bytes of the serialized record: header, block, CRLF CRLF (what the member inflates to). */
   readonly recordSize: number;
+  /** The member's bytes when they are all in memory (lets the writer coalesce a group into one write). */
+  readonly bytes: Buffer | null;
   /** Write all `size` bytes at `position`. */
   writeTo(out: PositionalWriter, position: number): Promise<void>;
   /** Release the spool (temp file); idempotent. */
@@ -47,6 +49,34 @@ export const GZIP_HEADER_BYTES = 10;
 export const SL_EXTRA_BYTES = 14;
 const MIB = 1024 * 1024;
 const UINT32_MAX = 0xffffffff;
+/** Records up to this size are deflated in one synchronous call. */
+const SYNC_GZIP_MAX_BYTES = 64 * 1024;
+/** Bytes of payload sampled to decide whether deflating is worth it. */
+const SAMPLE_BYTES = 16 * 1024;
+
+/** True when a fast deflate of the sample saves under 3%: random, media or compressed data. */
+export function incompressible(sample: Uint8Array): boolean {
+  if (sample.byteLength < 1024) return false;
+  return deflateRawSync(sample, { level: 1 }).byteLength > sample.byteLength * 0.97;
+}
+
+/** Pull at least `n` bytes (or everything) from an iterator; returns them and the rest. */
+async function peek(it: AsyncGenerator<Uint8Array>, n: number): Promise<{ sample: Buffer; rest: AsyncGenerator<Uint8Array> }> {
+  const parts: Uint8Array[] = [];
+  let got = 0;
+  while (got < n) {
+    const r = await it.next();
+    if (r.done) break;
+    parts.push(r.value);
+    got += r.value.byteLength;
+  }
+  return { sample: Buffer.concat(parts), rest: it };
+}
+
+async function* concatIter(first: Uint8Array[], rest: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  for (const f of first) if (f.byteLength) yield f;
+  yield* rest;
+}
 
 export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: EncodeOptions): Promise<EncodedRecord> {
   const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
@@ -54,13 +84,26 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
 
   const spool = new Spool(opts.spoolDir ?? tmpdir(), opts.spoolMemoryBytes ?? MIB);
   try {
-    await pipeline(
-      Readable.from(recordBytes(head, block)),
-      createGzip({ level: opts.level ?? 6, chunkSize: 64 * 1024 }),
+    const level = opts.level ?? 6;
+    if (recordSize <= SYNC_GZIP_MAX_BYTES) {
+      // Small records: one synchronous deflate costs ~0.1 ms, far less than a zlib stream's
+      // set-up and threadpool round trips; the member bytes are the same.
+      const chunks: Uint8Array[] = [];
+      for await (const c of recordBytes(head, block)) chunks.push(c);
+      await spool.write(gzipSync(Buffer.concat(chunks), { level }));
+    } else {
+      const { sample, rest } = await peek(recordBytes(head, block), head.byteLength + SAMPLE_BYTES);
+      // Already-compressed or random payloads need not cost a full deflate (decisions.md §8):
+      // store them (level 0), still one gzip member per record.
+      const chosen = level > 0 && incompressible(sample.subarray(head.byteLength)) ? 0 : level;
+      await pipeline(
+        Readable.from(concatIter([sample], rest)),
+        createGzip({ level: chosen, chunkSize: 64 * 1024 }),
       async (gz: AsyncIterable<Buffer>) => {
         for await (const c of gz) await spool.write(c);
       },
     );
+    }
     await spool.finish();
   } catch (e) {
     await spool.dispose();
@@ -81,6 +124,7 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
   return {
     size,
     recordSize,
+    bytes: inMemory,
     async writeTo(out, position) {
       if (inMemory) return writeFully(out, inMemory, position);
       await writeFully(out, header, position);
@@ -116,6 +160,7 @@ function plainRecord(head: Uint8Array, block: BlockPart[], size: number): Encode
   return {
     size,
     recordSize: size,
+    bytes: null,
     async writeTo(out, position) {
       // Coalesce the small pieces (head, in-memory parts, trailer) into fewer write(2) calls.
       let batch: Uint8Array[] = [];

@@ -15,7 +15,7 @@ import { recordId, type IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
-import { encodeRecord, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
+import { encodeRecord, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
 import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
 import { syncDir } from "./syncDir.js";
@@ -254,10 +254,13 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     let syncing = false;
     const out: WrittenRecord[] = [];
     try {
+      // A group held in memory goes to the file in one write(2); large members stream.
+      const whole = g.records.every((r) => r.bytes !== null) ? Buffer.concat(g.records.map((r) => r.bytes!)) : null;
+      if (whole) await writeFully(f.fh, whole, pos);
       for (let i = 0; i < g.records.length; i++) {
         const r = g.records[i]!;
         const d = group[i]!;
-        await r.writeTo(f.fh, pos);
+        if (!whole) await r.writeTo(f.fh, pos);
         const w: WrittenRecord = { id: d.id, type: d.type, filename: f.name, offset: pos, length: opts.gzip ? r.size : r.size - RECORD_TRAILER.byteLength };
         const uri = field(d, "WARC-Target-URI");
         const date = field(d, "WARC-Date");
