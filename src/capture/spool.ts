@@ -47,8 +47,9 @@ export class Spool implements StreamSource {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.#size += buf.length;
     if (!this.#file) {
-      // Copy: the caller's buffer may be reused (socket reads are pooled).
-      this.#chunks.push(Buffer.from(buf));
+      // Kept by reference: socket reads and the bytes Node writes are fresh buffers nobody
+      // mutates afterwards, and a copy per chunk doubles the garbage under load.
+      this.#chunks.push(buf);
       if (this.#size <= this.#opts.memoryBytes) return true;
       this.#openFile();
       const pending = this.#chunks;
@@ -57,7 +58,7 @@ export class Spool implements StreamSource {
       for (const c of pending) ok = this.#file!.write(c) && ok;
       return ok;
     }
-    return this.#file.write(Buffer.from(buf));
+    return this.#file.write(buf);
   }
 
   /** True while the temp file is behind: the caller should pause its source. */

@@ -98,6 +98,9 @@ export function handleConnect(
       clearTimeout(timer);
       markTunnel(socket, { scheme: "http", ...target });
       servers.http.emit("connection", socket);
+      // The first chunk was unshifted into the paused stream; Node's HTTP server reads the
+      // handle directly (parser.consume) and never resumes it, so the request would sit unread.
+      socket.resume();
     }
   };
 

@@ -29,7 +29,17 @@ export interface Connector {
 }
 
 export function createConnector(o: ConnectorOptions): Connector {
-  const extraCa = o.caFile ? readFileSync(o.caFile, "utf8") : null;
+  let extraCa: string | null = null;
+  if (o.caFile) {
+    try {
+      extraCa = readFileSync(o.caFile, "utf8");
+    } catch (e) {
+      throw new ProxyError("ERR_CONFIG", `upstream.caFile: cannot read ${o.caFile}: ${(e as Error).message}`, e);
+    }
+    if (!extraCa.includes("-----BEGIN CERTIFICATE-----")) {
+      throw new ProxyError("ERR_CONFIG", `upstream.caFile: ${o.caFile} holds no PEM certificate`);
+    }
+  }
   // One context for every upstream connection: building a CA store per connection would parse
   // Node's ~140 root certificates on every handshake.
   const secureContext = tls.createSecureContext(extraCa ? { ca: [...tls.rootCertificates, extraCa] } : {});

@@ -22,7 +22,7 @@ export function classifyUpstreamError(e: unknown, hostPort: string, phase: "conn
   const code = systemCode(e) ?? "";
   const msg = errorMessage(e);
   if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EAI_FAIL" || code === "EAI_NODATA") {
-    return { status: 502, fetchStatus: -6, error: new ProxyError("ERR_UPSTREAM_DNS", `lathe could not resolve ${hostPort.replace(/:\d+$/, "")} (${code}): check the host name`, e) };
+    return { status: 502, fetchStatus: -6, error: new ProxyError("ERR_UPSTREAM_DNS", `could not resolve ${hostPort.replace(/:\d+$/, "")} (${code}): check the host name`, e) };
   }
   if (code === "ECONNREFUSED") {
     return { status: 502, fetchStatus: -2, error: new ProxyError("ERR_UPSTREAM_CONNECT", `connection to ${hostPort} refused (ECONNREFUSED)`, e) };

@@ -41,7 +41,7 @@ export function installTap(socket: Socket): SocketTap {
     const l = tap.current;
     if (l) {
       const enc = typeof rest[0] === "string" ? (rest[0] as BufferEncoding) : "utf8";
-      l.onWrite(typeof chunk === "string" ? Buffer.from(chunk, enc) : Buffer.from(chunk as Uint8Array));
+      l.onWrite(typeof chunk === "string" ? Buffer.from(chunk, enc) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
     }
     return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
   } as typeof socket.write;

@@ -219,3 +219,172 @@ export async function startRawOrigin(respond: (socket: net.Socket, head: string)
       }),
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// WebSocket (RFC 6455) echo origin, for the pass-through tests. Minimal on purpose: one frame
+// per message (FIN set), text/binary echoed with the same opcode, ping → pong, close → close.
+// ---------------------------------------------------------------------------------------------
+
+export const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+export const wsAccept = (key: string) => createHash("sha1").update(key + WS_GUID).digest("base64");
+
+/** One WebSocket frame, FIN set; masked (with `mask` or a random key) when the client sends it. */
+export function wsFrame(opcode: number, payload: Buffer | string, mask?: Buffer | true): Buffer {
+  const data = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+  const key = mask === true ? Buffer.from([Math.random() * 256, Math.random() * 256, Math.random() * 256, Math.random() * 256].map((x) => x & 0xff)) : mask;
+  const len = data.length;
+  const head = len < 126 ? Buffer.alloc(2) : len < 65536 ? Buffer.alloc(4) : Buffer.alloc(10);
+  head[0] = 0x80 | (opcode & 0x0f);
+  if (len < 126) head[1] = len;
+  else if (len < 65536) {
+    head[1] = 126;
+    head.writeUInt16BE(len, 2);
+  } else {
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(len), 2);
+  }
+  if (!key) return Buffer.concat([head, data]);
+  head[1] = head[1]! | 0x80;
+  const body = Buffer.alloc(len);
+  for (let i = 0; i < len; i++) body[i] = data[i]! ^ key[i % 4]!;
+  return Buffer.concat([head, key, body]);
+}
+
+export interface WsFrame {
+  fin: boolean;
+  opcode: number;
+  masked: boolean;
+  payload: Buffer;
+}
+
+/** Incremental frame parser: push bytes, get the complete frames so far. */
+export class WsFrameReader {
+  #buf = Buffer.alloc(0);
+  push(chunk: Buffer): WsFrame[] {
+    this.#buf = Buffer.concat([this.#buf, chunk]);
+    const out: WsFrame[] = [];
+    for (;;) {
+      const b = this.#buf;
+      if (b.length < 2) break;
+      const masked = (b[1]! & 0x80) !== 0;
+      let len = b[1]! & 0x7f;
+      let off = 2;
+      if (len === 126) {
+        if (b.length < 4) break;
+        len = b.readUInt16BE(2);
+        off = 4;
+      } else if (len === 127) {
+        if (b.length < 10) break;
+        len = Number(b.readBigUInt64BE(2));
+        off = 10;
+      }
+      const keyLen = masked ? 4 : 0;
+      if (b.length < off + keyLen + len) break;
+      const key = b.subarray(off, off + keyLen);
+      const payload = Buffer.from(b.subarray(off + keyLen, off + keyLen + len));
+      if (masked) for (let i = 0; i < len; i++) payload[i] = payload[i]! ^ key[i % 4]!;
+      out.push({ fin: (b[0]! & 0x80) !== 0, opcode: b[0]! & 0x0f, masked, payload });
+      this.#buf = b.subarray(off + keyLen + len);
+    }
+    return out;
+  }
+}
+
+export interface WsOrigin extends Origin {
+  /** Upgrade requests seen (path and raw headers), in order. */
+  upgrades: Array<{ path: string; rawHeaders: string[] }>;
+  /** Messages received from clients (text as UTF-8), in order. */
+  messages: Array<{ path: string; opcode: number; data: Buffer }>;
+  /** Frames from a client that were not masked (RFC 6455 §5.1 violations seen). */
+  unmasked: number;
+  /** Exact bytes of each 101 head the origin wrote, by path. */
+  handshakes: Map<string, Buffer>;
+}
+
+/** The greeting the origin sends right after the 101, before the client says anything. */
+export const WS_GREETING = "hello from origin";
+
+/**
+ * An HTTP (or, with certs, HTTPS) origin that serves every route above and answers WebSocket
+ * upgrades on any path starting with /ws with an echo endpoint. The first frame it sends
+ * (WS_GREETING) is written together with the 101 head, so it usually travels in the same packet.
+ */
+export async function startWsOrigin(certs?: OriginCerts, host = "127.0.0.1"): Promise<WsOrigin> {
+  const seen: Origin["seen"] = [];
+  const server = certs ? https.createServer({ key: certs.key, cert: certs.cert }, handler(seen)) : http.createServer(handler(seen));
+  const upgrades: WsOrigin["upgrades"] = [];
+  const messages: WsOrigin["messages"] = [];
+  const handshakes = new Map<string, Buffer>();
+  const state = { unmasked: 0 };
+  const sockets = new Set<net.Socket>();
+  server.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    const path = req.url ?? "/";
+    upgrades.push({ path, rawHeaders: req.rawHeaders });
+    const key = req.headers["sec-websocket-key"];
+    if (!path.startsWith("/ws") || String(req.headers.upgrade).toLowerCase() !== "websocket" || typeof key !== "string") {
+      socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    const handshake = Buffer.from(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${wsAccept(key)}\r\n\r\n`, "latin1");
+    handshakes.set(path, handshake);
+    socket.write(Buffer.concat([handshake, wsFrame(1, WS_GREETING)]));
+    const reader = new WsFrameReader();
+    const onData = (d: Buffer) => {
+      for (const f of reader.push(d)) {
+        if (!f.masked) state.unmasked++;
+        if (f.opcode === 1 || f.opcode === 2) {
+          messages.push({ path, opcode: f.opcode, data: f.payload });
+          socket.write(wsFrame(f.opcode, f.payload));
+        } else if (f.opcode === 9) socket.write(wsFrame(10, f.payload));
+        else if (f.opcode === 8) {
+          socket.end(wsFrame(8, f.payload.subarray(0, 2)));
+        }
+      }
+    };
+    if (head.length) onData(head);
+    socket.on("data", onData);
+  });
+  const port = await listen(server, host);
+  return {
+    url: `${certs ? "https" : "http"}://${host}:${port}`,
+    port,
+    host,
+    seen,
+    upgrades,
+    messages,
+    handshakes,
+    get unmasked() {
+      return state.unmasked;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/**
+ * `/wspage/<name>`: a page whose script opens a WebSocket to `/ws/<name>` on its own origin
+ * (wss: on an https page), sends one message and, once the greeting and the echo are in, sets
+ * `document.title` to `ws:<greeting>|<echo>` (or `ws-error:` / `ws-closed:` on failure).
+ */
+routes.wspage = (req, res) => {
+  const name = req.url!.split("?")[0]!.split("/")[2] ?? "page";
+  const html = `<!doctype html><html><head><title>websocket pending</title></head><body><h1>websocket page</h1>
+<script>
+const got = [];
+const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws/${name}');
+ws.onopen = () => ws.send('page says hi ${name}');
+ws.onmessage = (e) => { got.push(e.data); if (got.length === 2) { document.title = 'ws:' + got.join('|'); ws.close(1000); } };
+ws.onerror = () => { document.title = 'ws-error:' + got.join('|'); };
+ws.onclose = (e) => { if (got.length < 2) document.title = 'ws-closed:' + e.code; };
+</script></body></html>`;
+  res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Length": Buffer.byteLength(html) });
+  res.end(html);
+};

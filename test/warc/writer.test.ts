@@ -90,13 +90,13 @@ describe("WARC writer", () => {
 
   it("closes a file after idleRolloverMs without records; the next record opens a new one", async () => {
     const dir = await tempDir();
-    const w = createWarcWriter(writerOpts(dir, { idleRolloverMs: 60 }));
+    const w = createWarcWriter(writerOpts(dir, { idleRolloverMs: 200 }));
     const a = await w.write(captureGroup("https://example.com/a", Buffer.from("a")));
-    await sleep(30);
-    const b = await w.write(captureGroup("https://example.com/b", Buffer.from("b"))); // resets the timer
-    await sleep(40);
-    expect(await listDir(dir)).toEqual([`${NAME0}.open`]);
     await sleep(120);
+    const b = await w.write(captureGroup("https://example.com/b", Buffer.from("b"))); // resets the timer
+    await sleep(100);
+    expect(await listDir(dir)).toEqual([`${NAME0}.open`]);
+    await sleep(300);
     expect(await listDir(dir)).toEqual([NAME0]);
     expect(w.state().currentFile).toBeNull();
     const c = await w.write(captureGroup("https://example.com/c", Buffer.from("c")));
