@@ -14,8 +14,13 @@ describe("configuration", () => {
 
   it("README explains every key of proxy.config.json", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    // Each section has its own heading (### `section`...) and a table row per key (| `key` |).
     for (const [section, values] of Object.entries(DEFAULTS)) {
-      for (const key of Object.keys(values)) expect(readme, `${section}.${key}`).toContain(`${section}.${key}`);
+      const start = readme.indexOf(`### \`${section}\``);
+      expect(start, `README has a heading for ${section}`).toBeGreaterThan(0);
+      const next = readme.indexOf("\n### ", start + 1);
+      const text = readme.slice(start, next < 0 ? undefined : next);
+      for (const key of Object.keys(values)) expect(text, `${section}.${key}`).toContain(`| \`${key}\` |`);
     }
   });
 
