@@ -7,6 +7,8 @@ import { Readable } from "node:stream";
 import { ProxyError } from "../core/errors.js";
 import type { StreamSource } from "../warc/types.js";
 
+const TMP = tmpdir();
+
 export interface SpoolOptions {
   /** Bytes kept in memory before the spool moves to a temp file. */
   memoryBytes: number;
@@ -108,7 +110,7 @@ export class Spool implements StreamSource {
   }
 
   #openFile(): void {
-    const dir = this.#opts.dir ?? tmpdir();
+    const dir = this.#opts.dir ?? TMP;
     this.#path = join(dir, `lathe-spool-${process.pid}-${randomBytes(8).toString("hex")}`);
     this.#file = createWriteStream(this.#path, { flags: "wx", mode: 0o600 });
     this.#file.on("error", (e) => {

@@ -12,7 +12,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip, deflateRawSync, gzipSync } from "node:zlib";
 import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
-import { blockSize, RECORD_TRAILER } from "./serialize.js";
+import { blockSize, partSize, RECORD_TRAILER } from "./serialize.js";
 import type { BlockPart, StreamSource } from "./types.js";
 
 /** The subset of FileHandle the writer appends with (a seam for tests). */
@@ -48,16 +48,29 @@ export interface EncodedRecord {
 export const GZIP_HEADER_BYTES = 10;
 export const SL_EXTRA_BYTES = 14;
 const MIB = 1024 * 1024;
+const TMP = tmpdir();
 const UINT32_MAX = 0xffffffff;
 /** Records up to this size are deflated in one synchronous call. */
 const SYNC_GZIP_MAX_BYTES = 64 * 1024;
 /** Bytes of payload sampled to decide whether deflating is worth it. */
-const SAMPLE_BYTES = 16 * 1024;
+const SAMPLE_BYTES = 4096;
 
-/** True when a fast deflate of the sample saves under 3%: random, media or compressed data. */
+/**
+ * True for data deflate cannot shrink (random, media, already compressed): the byte entropy of
+ * the sample is above 7.5 bits per byte. A histogram costs microseconds where a trial deflate
+ * costs as much as the real one.
+ */
 export function incompressible(sample: Uint8Array): boolean {
-  if (sample.byteLength < 1024) return false;
-  return deflateRawSync(sample, { level: 1 }).byteLength > sample.byteLength * 0.97;
+  const n = Math.min(sample.byteLength, SAMPLE_BYTES);
+  if (n < 1024) return false;
+  const counts = new Uint32Array(256);
+  for (let i = 0; i < n; i++) counts[sample[i]!]!++;
+  let bits = 0;
+  for (let i = 0; i < 256; i++) {
+    const c = counts[i]!;
+    if (c) bits -= c * Math.log2(c / n);
+  }
+  return bits / n > 7.5;
 }
 
 /** Pull at least `n` bytes (or everything) from an iterator; returns them and the rest. */
@@ -82,7 +95,7 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
   const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
   if (!opts.gzip) return plainRecord(head, block, recordSize);
 
-  const spool = new Spool(opts.spoolDir ?? tmpdir(), opts.spoolMemoryBytes ?? MIB);
+  const spool = new Spool(opts.spoolDir ?? TMP, opts.spoolMemoryBytes ?? MIB);
   try {
     const level = opts.level ?? 6;
     if (recordSize <= SYNC_GZIP_MAX_BYTES) {
@@ -90,12 +103,17 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
       // set-up and threadpool round trips; the member bytes are the same.
       const chunks: Uint8Array[] = [];
       for await (const c of recordBytes(head, block)) chunks.push(c);
-      await spool.write(gzipSync(Buffer.concat(chunks), { level }));
+      const whole = Buffer.concat(chunks);
+      // The payload sits after the WARC header and the first block part (the HTTP head).
+      const payloadAt = head.byteLength + (block.length > 1 ? partSize(block[0]!) : 0);
+      const chosen = level > 0 && incompressible(whole.subarray(payloadAt, whole.length - RECORD_TRAILER.byteLength)) ? 0 : level;
+      await spool.write(gzipSync(whole, { level: chosen }));
     } else {
-      const { sample, rest } = await peek(recordBytes(head, block), head.byteLength + SAMPLE_BYTES);
+      const payloadAt = head.byteLength + (block.length > 1 ? partSize(block[0]!) : 0);
+      const { sample, rest } = await peek(recordBytes(head, block), payloadAt + SAMPLE_BYTES);
       // Already-compressed or random payloads need not cost a full deflate (decisions.md §8):
       // store them (level 0), still one gzip member per record.
-      const chosen = level > 0 && incompressible(sample.subarray(head.byteLength)) ? 0 : level;
+      const chosen = level > 0 && incompressible(sample.subarray(payloadAt)) ? 0 : level;
       await pipeline(
         Readable.from(concatIter([sample], rest)),
         createGzip({ level: chosen, chunkSize: 64 * 1024 }),
