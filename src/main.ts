@@ -86,6 +86,19 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   const archiver = new Archiver({ writerFor, ids, version: config.warc.version, digest: config.warc.digest, log });
   const connector = createConnector(config.upstream);
 
+  // While a writer is failed, requests get 503; a probe at most every second finds out when
+  // writing works again, so recording resumes without a restart.
+  let probing = false;
+  let lastProbe = 0;
+  const probeSoon = (w: WarcWriter) => {
+    if (probing || Date.now() - lastProbe < 1000) return;
+    probing = true;
+    lastProbe = Date.now();
+    w.probe().finally(() => {
+      probing = false;
+    });
+  };
+
   let active = 0;
   let idleWaiters: Array<() => void> = [];
   const ctx: ProxyContext = {
@@ -97,7 +110,10 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     writerFailure: () => {
       for (const w of writers.values()) {
         const f = w.state().failed;
-        if (f) return f;
+        if (f) {
+          probeSoon(w);
+          return f;
+        }
       }
       return null;
     },

@@ -51,6 +51,8 @@ export interface WriterState {
 export interface WarcWriter {
   /** Append one group (records of one capture) contiguously. Resolves only once written. */
   write(group: RecordDraft[]): Promise<WrittenRecord[]>;
+  /** While failed: try a small write + fsync in the directory; true (and healthy again) if it worked. */
+  probe(): Promise<boolean>;
   /** Close the current file (if any) and rename it to its final name; the next write opens a new one. */
   rollover(): Promise<void>;
   /** Finish queued writes, close and rename the current file. */

@@ -109,6 +109,9 @@ interface EncodedGroup {
   size: number;
 }
 
+/** Bytes a recovery probe must be able to write and fsync before captures are accepted again. */
+const PROBE_BYTES = 256 * 1024;
+
 const HINTS: Record<string, string> = {
   ENOSPC: "disk full",
   EDQUOT: "disk quota exceeded",
@@ -376,6 +379,31 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       });
     },
     rollover: () => enqueue(closeCurrent),
+    probe() {
+      // Through the queue, so it never races a write. Success clears the failure: the next
+      // capture is written again (disk space came back, the directory is writable again).
+      return enqueue(async () => {
+        if (!failed) return true;
+        const path = join(opts.dir, `.lathe-probe-${process.pid}-${randomToken(randomBytes(8))}`);
+        try {
+          await fs.mkdir(opts.dir);
+          const fh = await fs.open(path, "wx", 0o600);
+          try {
+            await writeFully(fh, Buffer.alloc(PROBE_BYTES), 0);
+            await fh.sync();
+          } finally {
+            await fh.close().catch(() => {});
+            await fs.unlink(path).catch(() => {});
+          }
+        } catch {
+          await fs.unlink(path).catch(() => {});
+          return false;
+        }
+        log.info("warc-writer-recovered", { dir: opts.dir, after: failed.message });
+        failed = null;
+        return true;
+      });
+    },
     close() {
       closing ??= enqueue(async () => {
         clearIdle();
