@@ -57,6 +57,29 @@ describe("lathe serve (the real command)", () => {
     }
   });
 
+  it("SIGTERM lets an exchange in flight finish and records it before exiting", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lathe-cli-inflight-"));
+    const certs = mkdtempSync(join(tmpdir(), "lathe-cli-certs-"));
+    const origin = await startHttpOrigin();
+    const { proc, proxyUrl } = await startServe(["--port", "0", "--dir", dir, "--certs", certs]);
+    try {
+      const slow = viaProxy(proxyUrl, `${origin.url}/slow/40`); // 40 bytes, 20 ms apart
+      await new Promise((r) => setTimeout(r, 200));
+      const exited = new Promise<number | null>((res) => proc.on("exit", (c) => res(c)));
+      proc.kill("SIGTERM");
+      const r = await slow;
+      expect(r.body.toString()).toBe("x".repeat(40));
+      expect(await exited).toBe(0);
+      const recs = await readAllWarcs(dir);
+      const resp = captureOf(recs, `${origin.url}/slow/40`).response;
+      expect(resp.body!.toString()).toBe("x".repeat(40));
+      expect(resp.get("WARC-Truncated")).toBeUndefined();
+    } finally {
+      proc.kill("SIGKILL");
+      await origin.close();
+    }
+  });
+
   it("refuses a bad config file with a message naming the key, exit status 2", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lathe-cli-bad-"));
     const cfg = join(dir, "c.json");
