@@ -16,6 +16,8 @@ export interface MessageCaptureOptions {
   maxBodyBytes: number;
   /** The response to a HEAD request has no body whatever its head says. */
   noBody?: boolean;
+  /** `upstream.lenientParsing`: Content-Length beside chunked is renamed too (warc-records.md §2.1 rule 4). */
+  lenient?: boolean;
   /** Called with the wall-clock time of the first byte of the message head. */
   now: () => bigint;
 }
@@ -60,6 +62,10 @@ export class MessageCapture {
   #dechunker: Dechunker | null = null;
   #entityHash: Hash | null = null;
   #rawBodyHash: Hash | null = null;
+  // Block digests kept as the bytes arrive, so a spooled body is never read back just to hash it:
+  // over the head and body as received, and (chunked only) over the renamed head and the entity.
+  #rawBlockHash: Hash | null = null;
+  #entityBlockHash: Hash | null = null;
   #entityLength = 0;
   #rawLength = 0;
   #cutAtLimit = false;
@@ -139,6 +145,7 @@ export class MessageCapture {
   #startBody(head: ParsedHead, status: number): void {
     this.#head = head;
     this.#status = status;
+    this.#rawBlockHash = newHash(this.#o.digest).update(head.bytes);
     if (status === 101) {
       this.upgraded = true;
       this.#mode = "none";
@@ -148,6 +155,7 @@ export class MessageCapture {
       this.#mode = "chunked";
       this.#dechunker = new Dechunker();
       this.#rawBodyHash = newHash(this.#o.digest);
+      this.#entityBlockHash = newHash(this.#o.digest).update(rewriteHead(head, dechunkRenames(this.#o.lenient ?? false)));
     } else {
       const cl = fieldValues(head, "content-length");
       if (cl.length > 0 && /^\d+$/.test(cl[0]!)) {
@@ -183,6 +191,7 @@ export class MessageCapture {
       if (this.#dechunker) {
         const used = this.#dechunker.feed(data, (d) => {
           this.#entityHash!.update(d);
+          this.#entityBlockHash!.update(d);
           this.#entityLength += d.length;
         });
         // Bytes past the last chunk do not belong to this message; on a framing error all
@@ -197,6 +206,7 @@ export class MessageCapture {
         this.#entityLength += data.length;
       }
       this.#rawLength += data.length;
+      this.#rawBlockHash!.update(data);
       this.#spool!.write(data);
     }
     if (this.#mode === "length" && this.#remaining === 0) this.#complete = true;
@@ -229,11 +239,7 @@ export class MessageCapture {
     const dechunk = this.#dechunker !== null && mode === "dechunk" && !asReceived;
     const trailers = this.#dechunker?.trailers ?? [];
     let storedHead = head.bytes;
-    if (dechunk) {
-      const renames: Record<string, string> = { "transfer-encoding": "X-Orig-Transfer-Encoding" };
-      if (lenient) renames["content-length"] = "X-Orig-Content-Length";
-      storedHead = rewriteHead(head, renames, trailers);
-    }
+    if (dechunk) storedHead = rewriteHead(head, dechunkRenames(lenient), trailers);
     let body: StreamSource | null = null;
     let bodyLength = 0;
     if (spool) {
@@ -250,8 +256,16 @@ export class MessageCapture {
     if (this.#entityHash) {
       payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
     }
-    const blockHash = newHash(alg).update(storedHead);
-    if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
+    let blockHash: Hash;
+    if (!dechunk) {
+      blockHash = this.#rawBlockHash!;
+    } else if (trailers.length === 0) {
+      blockHash = this.#entityBlockHash!;
+    } else {
+      // Trailers moved into the stored head after the body was hashed: hash the block again.
+      blockHash = newHash(alg).update(storedHead);
+      if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
+    }
     return {
       rawHead: head.bytes,
       storedHead,
@@ -281,4 +295,10 @@ export class MessageCapture {
     await this.#spool?.finish().catch(() => undefined);
     await this.#spool?.dispose();
   }
+}
+
+function dechunkRenames(lenient: boolean): Record<string, string> {
+  const renames: Record<string, string> = { "transfer-encoding": "X-Orig-Transfer-Encoding" };
+  if (lenient) renames["content-length"] = "X-Orig-Content-Length";
+  return renames;
 }

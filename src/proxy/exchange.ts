@@ -46,6 +46,7 @@ function startCaptures(ctx: ProxyContext, method: string): Captures {
       spool,
       maxBodyBytes: capture.maxBodyBytes,
       noBody: method === "HEAD",
+      lenient: ctx.config.upstream.lenientParsing,
       now,
     }),
     sentAt: null,
