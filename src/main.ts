@@ -83,7 +83,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     }
     return w;
   };
-  const archiver = new Archiver({ writerFor, ids, version: config.warc.version, digest: config.warc.digest, log });
+  const archiver = new Archiver({ writerFor, dedup: null, dedupPolicy: config.dedup, ids, version: config.warc.version, digest: config.warc.digest, log });
   const connector = createConnector(config.upstream);
 
   // While a writer is failed, requests get 503; a probe at most every second finds out when

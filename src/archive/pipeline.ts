@@ -6,7 +6,9 @@ import type { CapturedMessage } from "../capture/messageCapture.js";
 import type { SocketTap } from "../upstream/tap.js";
 import type { WarcVersion } from "../warc/date.js";
 import type { DigestAlgorithm } from "../warc/digest.js";
-import { buildRequest, buildResponse, buildTlsMetadata, type CaptureMeta } from "../warc/records.js";
+import { buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
+import { digestOf } from "../warc/digest.js";
+import type { DedupPolicy, Deduplicator } from "./dedup.js";
 import type { RecordDraft, WarcWriter, WrittenRecord } from "../warc/types.js";
 
 /** What proxy/ hands to archive/ once an exchange is over (DESIGN.md). */
@@ -30,6 +32,8 @@ export type CaptureOutcome =
 
 export interface ArchiverOptions {
   writerFor(series: string): WarcWriter;
+  dedup: Deduplicator | null;
+  dedupPolicy: DedupPolicy;
   ids: IdSource;
   version: WarcVersion;
   digest: DigestAlgorithm;
@@ -38,8 +42,10 @@ export interface ArchiverOptions {
 
 export interface ArchiveStats {
   captures: number;
+  revisits: number;
   failed: number;
   records: number;
+  bytesSaved: number;
 }
 
 /**
@@ -48,15 +54,19 @@ export interface ArchiveStats {
  */
 export class Archiver {
   readonly #o: ArchiverOptions;
-  readonly stats: ArchiveStats = { captures: 0, failed: 0, records: 0 };
+  readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
 
   constructor(o: ArchiverOptions) {
     this.#o = o;
   }
 
   async archive(ex: CompletedExchange): Promise<CaptureOutcome> {
+    let settle: ((w: WrittenRecord | null) => void) | null = null;
     try {
-      const group = this.#build(ex);
+      // Policy → dedup decision → records → awaited write; the dedup entry only after the write.
+      const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, this.#o.dedupPolicy) : null;
+      settle = decision?.settle ?? null;
+      const group = this.#build(ex, decision?.revisit ?? null);
       const writer = this.#o.writerFor(ex.series);
       const tlsPending = group.some((r) => r.type === "metadata");
       if (tlsPending) ex.tap.tlsRecordedFor.add(ex.series);
@@ -67,11 +77,19 @@ export class Archiver {
         if (tlsPending) ex.tap.tlsRecordedFor.delete(ex.series);
         throw e;
       }
+      const revisit = decision?.revisit != null;
+      settle?.(revisit ? null : records[0]!);
+      settle = null;
       this.stats.captures++;
       this.stats.records += records.length;
-      this.#o.log.debug("capture-written", { uri: ex.targetUri, status: ex.response.status, file: records[0]?.filename });
-      return { kind: "written", records, revisit: false };
+      if (revisit) {
+        this.stats.revisits++;
+        this.stats.bytesSaved += decision!.bytesSaved;
+      }
+      this.#o.log.debug("capture-written", { uri: ex.targetUri, status: ex.response.status, file: records[0]?.filename, revisit });
+      return { kind: "written", records, revisit };
     } catch (e) {
+      settle?.(null);
       this.stats.failed++;
       const error = e instanceof ProxyError ? e : new ProxyError("ERR_WARC_WRITE", `capture of ${ex.targetUri} not written: ${errorMessage(e)}`, e);
       this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
@@ -81,7 +99,7 @@ export class Archiver {
     }
   }
 
-  #build(ex: CompletedExchange): RecordDraft[] {
+  #build(ex: CompletedExchange, revisit: RevisitOf | null): RecordDraft[] {
     const { version, digest } = this.#o;
     const tls = ex.tap.tls;
     const protocols = [httpToken(ex.response.startLine)];
@@ -95,7 +113,9 @@ export class Archiver {
     };
     const responseId = recordId(this.#o.ids.uuid());
     const group: RecordDraft[] = [
-      buildResponse(
+      revisit
+        ? buildRevisit(responseId, meta, ex.response.storedHead, digestOf(digest, ex.response.storedHead), revisit, version)
+        : buildResponse(
         responseId,
         meta,
         {

@@ -61,6 +61,22 @@ export interface Config {
     dir: string;
     leafCacheSize: number;
   };
+  dedup: {
+    /** off | digest (any earlier capture with the payload) | url (same URL only) | url-preferred. */
+    policy: "off" | "digest" | "url" | "url-preferred";
+    /** SQLite file; null = `lathe-dedup.sqlite3` in the WARC directory. */
+    dbPath: string | null;
+    /** Buckets looked up in order; `rw` ones also get new entries, `ro` ones are only read. */
+    buckets: Array<{ name: string; mode: "rw" | "ro" }>;
+    /** Minimum payload bytes for a capture to be deduplicated, for text and binary types. */
+    minBytes: { text: number; binary: number };
+    /** Status codes that qualify: exact codes ("200") or classes ("2xx"). */
+    statuses: string[];
+    /** How long a capture waits for an identical payload still being written. */
+    inflightWaitMs: number;
+    /** Record a 304 to a conditional request as a server-not-modified revisit when possible. */
+    serverNotModified: boolean;
+  };
   log: {
     level: "debug" | "info" | "warn" | "error";
     json: boolean;
@@ -120,6 +136,15 @@ export const DEFAULTS: Config = {
   certs: {
     dir: "./certs",
     leafCacheSize: 10_000,
+  },
+  dedup: {
+    policy: "digest",
+    dbPath: null,
+    buckets: [{ name: "default", mode: "rw" }],
+    minBytes: { text: 1, binary: 1 },
+    statuses: ["2xx"],
+    inflightWaitMs: 5000,
+    serverNotModified: true,
   },
   log: {
     level: "info",

@@ -62,6 +62,35 @@ const template: Rule = (v, p) => {
   if (!names.includes("serial")) fail(p, "must contain {serial}, so that file names never collide");
 };
 
+const BUCKET_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const buckets: Rule = (v, p) => {
+  if (!Array.isArray(v) || v.length === 0) fail(p, 'must be a non-empty array of {"name": ..., "mode": "rw" | "ro"}');
+  const seen = new Set<string>();
+  (v as unknown[]).forEach((b, i) => {
+    const bp = `${p}[${i}]`;
+    if (!b || typeof b !== "object" || Array.isArray(b)) fail(bp, 'must be {"name": ..., "mode": "rw" | "ro"}');
+    const { name, mode, ...rest } = b as Record<string, unknown>;
+    if (Object.keys(rest).length) fail(`${bp}.${Object.keys(rest)[0]}`, "unknown key; known: name, mode");
+    if (typeof name !== "string" || !BUCKET_NAME.test(name)) fail(`${bp}.name`, `must match ${BUCKET_NAME}, got ${JSON.stringify(name)}`);
+    if (mode !== "rw" && mode !== "ro") fail(`${bp}.mode`, `must be "rw" or "ro", got ${JSON.stringify(mode)}`);
+    if (seen.has(name as string)) fail(`${bp}.name`, `bucket ${JSON.stringify(name)} is listed twice`);
+    seen.add(name as string);
+  });
+};
+const minBytes: Rule = (v, p) => {
+  if (!v || typeof v !== "object" || Array.isArray(v)) fail(p, 'must be {"text": N, "binary": N}');
+  const { text, binary, ...rest } = v as Record<string, unknown>;
+  if (Object.keys(rest).length) fail(`${p}.${Object.keys(rest)[0]}`, "unknown key; known: text, binary");
+  int(1)(text, `${p}.text`);
+  int(1)(binary, `${p}.binary`);
+};
+const statuses: Rule = (v, p) => {
+  if (!Array.isArray(v) || v.length === 0) fail(p, 'must be a non-empty array such as ["2xx"] or ["200", "203"]');
+  (v as unknown[]).forEach((x, i) => {
+    if (typeof x !== "string" || !/^[1-5](\d\d|xx)$/.test(x)) fail(`${p}[${i}]`, `must be a status code ("200") or class ("2xx"), got ${JSON.stringify(x)}`);
+  });
+};
+
 const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
   proxy: {
     host: nonEmpty,
@@ -115,6 +144,15 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
   certs: {
     dir: nonEmpty,
     leafCacheSize: int(1),
+  },
+  dedup: {
+    policy: oneOf("off", "digest", "url", "url-preferred"),
+    dbPath: nullableStr,
+    buckets,
+    minBytes,
+    statuses,
+    inflightWaitMs: int(0),
+    serverNotModified: bool,
   },
   log: {
     level: oneOf("debug", "info", "warn", "error"),

@@ -124,3 +124,61 @@ export function buildTlsMetadata(
   fields.push(["WARC-Block-Digest", digestOf(alg, body)], ["Content-Type", "application/warc-fields"]);
   return { type: "metadata", id, fields, block: [body] };
 }
+
+export const REVISIT_PROFILES = {
+  "identical-payload-digest": {
+    "1.0": "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
+    "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+  },
+  "server-not-modified": {
+    "1.0": "http://netpreserve.org/warc/1.0/revisit/server-not-modified",
+    "1.1": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+  },
+} as const;
+
+export interface RevisitOf {
+  profile: keyof typeof REVISIT_PROFILES;
+  /** The original's WARC-Record-ID, when known. */
+  refersTo: string | null;
+  refersToTargetUri: string;
+  /** The original's WARC-Date, verbatim. */
+  refersToDate: string;
+  /** The original's payload digest (the same bytes as this capture's, for identical-payload-digest). */
+  payloadDigest: string;
+}
+
+/**
+ * A `revisit` (warc-records.md §4): the new response's head exactly as a response record would
+ * store it, no body; Refers-To trio of the original; `WARC-Truncated: length` when the profile
+ * is identical-payload-digest (a block is kept, the payload is not).
+ */
+export function buildRevisit(
+  id: string,
+  meta: CaptureMeta,
+  head: Uint8Array,
+  blockDigest: string,
+  of: RevisitOf,
+  version: WarcVersion,
+): RecordDraft {
+  const fields: Array<[string, string]> = [
+    ["WARC-Type", "revisit"],
+    ["WARC-Record-ID", id],
+    ["WARC-Date", formatWarcDate(meta.dateMicros, version)],
+    ["WARC-Target-URI", meta.targetUri],
+  ];
+  if (of.refersTo) fields.push(["WARC-Refers-To", of.refersTo]);
+  fields.push(
+    ["WARC-Refers-To-Target-URI", of.refersToTargetUri],
+    // A WARC/1.0 file has no fractional seconds (1.0 §5.4).
+    ["WARC-Refers-To-Date", version === "1.0" ? of.refersToDate.replace(/\.\d+Z$/, "Z") : of.refersToDate],
+    ["WARC-Profile", REVISIT_PROFILES[of.profile][version]],
+    ...common(meta),
+  );
+  if (of.profile === "identical-payload-digest") fields.push(["WARC-Truncated", "length"]);
+  fields.push(
+    ["WARC-Block-Digest", blockDigest],
+    ["WARC-Payload-Digest", of.payloadDigest],
+    ["Content-Type", "application/http;msgtype=response"],
+  );
+  return { type: "revisit", id, fields, block: [head] };
+}

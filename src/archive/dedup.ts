@@ -1,0 +1,196 @@
+/**
+ * The dedup decision (issue "Deduplication", decisions.md §7): is this capture's payload already
+ * archived, and where? Entries are remembered only after the original is on disk, and a capture
+ * whose digest is still being written waits for that write instead of becoming a second original.
+ */
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../core/log.js";
+import type { CapturedMessage } from "../capture/messageCapture.js";
+import { parseDigest } from "../dedup/digestKey.js";
+import type { BucketCounters, DedupEntry, DedupStore, DigestKey } from "../dedup/types.js";
+import { formatDigest } from "../warc/digest.js";
+import type { RevisitOf } from "../warc/records.js";
+import type { WrittenRecord } from "../warc/types.js";
+
+export type DedupPolicy = Config["dedup"];
+
+export interface DedupDecision {
+  revisit: RevisitOf | null;
+  /** Bytes of payload not stored again (0 unless a revisit). */
+  bytesSaved: number;
+  /** Call once the capture's outcome is known: remembers a new original (if written) and wakes waiters. */
+  settle(written: WrittenRecord | null): void;
+}
+
+const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript)\b|[^;]*\+(json|xml)\b)/i;
+
+function header(fields: CapturedMessage["headFields"], name: string): string | undefined {
+  const n = name.toLowerCase();
+  return fields.find((f) => f.name.toLowerCase() === n)?.value;
+}
+
+function statusQualifies(status: number, statuses: string[]): boolean {
+  return statuses.some((s) => (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status));
+}
+
+/** RFC 9110 §8.8.3.2 weak comparison: W/ ignored, opaque tags byte-equal. */
+function weakEqual(a: string, b: string): boolean {
+  const strip = (t: string) => t.trim().replace(/^W\//, "");
+  return strip(a) === strip(b);
+}
+
+function etagList(v: string): string[] {
+  return v.match(/(W\/)?"[^"]*"/g) ?? [];
+}
+
+const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: () => undefined };
+
+export class Deduplicator {
+  readonly #store: DedupStore;
+  readonly #log: Logger;
+  readonly #inflight = new Map<string, Promise<void>>();
+  readonly counters = new Map<string, BucketCounters>();
+
+  constructor(store: DedupStore, log: Logger) {
+    this.#store = store;
+    this.#log = log;
+  }
+
+  get store(): DedupStore {
+    return this.#store;
+  }
+
+  #count(bucket: string): BucketCounters {
+    let c = this.counters.get(bucket);
+    if (!c) this.counters.set(bucket, (c = { captures: 0, revisits: 0, bytesSaved: 0 }));
+    return c;
+  }
+
+  /** May this capture be deduplicated (and later serve as an original)? */
+  eligible(res: CapturedMessage, p: DedupPolicy): DigestKey | null {
+    if (p.policy === "off" || res.truncated || !res.payloadDigest || res.bodyLength === 0) return null;
+    if (!statusQualifies(res.status, p.statuses)) return null;
+    const text = TEXT_TYPE.test(header(res.headFields, "content-type") ?? "");
+    if (res.bodyLength < (text ? p.minBytes.text : p.minBytes.binary)) return null;
+    return parseDigest(res.payloadDigest);
+  }
+
+  async decide(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): Promise<DedupDecision> {
+    if (p.policy === "off") return NONE;
+    if (res.status === 304 && p.serverNotModified) {
+      const snm = this.#serverNotModified(uri, req, res, p);
+      if (snm) {
+        for (const b of p.buckets) this.#count(b.name).captures++;
+        this.#count(snm.bucket).revisits++;
+        return { revisit: snm.of, bytesSaved: 0, settle: () => undefined };
+      }
+      return NONE;
+    }
+    const key = this.eligible(res, p);
+    if (!key) return NONE;
+    const k = `${key.alg}:${key.bytes.toString("hex")}`;
+    // An identical payload still being written: wait for it (bounded), then it is in the store.
+    const pending = this.#inflight.get(k);
+    if (pending) {
+      await Promise.race([pending, new Promise((r) => setTimeout(r, p.inflightWaitMs).unref())]);
+    }
+    for (const b of p.buckets) this.#count(b.name).captures++;
+    const hit = this.#lookup(uri, key, p);
+    if (hit) {
+      const c = this.#count(hit.bucket);
+      c.revisits++;
+      c.bytesSaved += res.bodyLength;
+      return {
+        revisit: {
+          profile: "identical-payload-digest",
+          refersTo: hit.recordId,
+          refersToTargetUri: hit.url,
+          refersToDate: hit.date,
+          payloadDigest: res.payloadDigest!,
+        },
+        bytesSaved: res.bodyLength,
+        settle: () => undefined,
+      };
+    }
+    // This capture becomes the original: later identical payloads wait for its write.
+    let wake!: () => void;
+    const mine = new Promise<void>((r) => (wake = r));
+    const registered = !this.#inflight.has(k);
+    if (registered) this.#inflight.set(k, mine);
+    return {
+      revisit: null,
+      bytesSaved: 0,
+      settle: (written) => {
+        try {
+          if (written) this.#remember(uri, key, res, written, p);
+        } catch (e) {
+          this.#log.error("dedup-remember-failed", { uri, error: e });
+        } finally {
+          if (registered && this.#inflight.get(k) === mine) this.#inflight.delete(k);
+          wake();
+        }
+      },
+    };
+  }
+
+  #lookup(uri: string, key: DigestKey, p: DedupPolicy): DedupEntry | null {
+    for (const b of p.buckets) {
+      const hit =
+        p.policy === "digest"
+          ? this.#store.byDigest(b.name, key)
+          : p.policy === "url"
+            ? this.#store.byUrlAndDigest(b.name, uri, key)
+            : (this.#store.byUrlAndDigest(b.name, uri, key) ?? this.#store.byDigest(b.name, key));
+      if (hit) return hit;
+    }
+    return null;
+  }
+
+  #remember(uri: string, key: DigestKey, res: CapturedMessage, w: WrittenRecord, p: DedupPolicy): void {
+    const entries: DedupEntry[] = p.buckets
+      .filter((b) => b.mode === "rw")
+      .map((b) => ({
+        bucket: b.name,
+        digest: key,
+        url: uri,
+        date: w.date ?? "",
+        recordId: w.id,
+        filename: w.filename,
+        offset: w.offset,
+        length: w.length,
+        status: res.status,
+        etag: header(res.headFields, "etag") ?? null,
+        lastModified: header(res.headFields, "last-modified") ?? null,
+      }));
+    if (entries.length) this.#store.add(entries);
+  }
+
+  /** warc-records.md §4 server-not-modified: a 304 to a conditional request matching a stored capture. */
+  #serverNotModified(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): { bucket: string; of: RevisitOf } | null {
+    const inm = header(req.headFields, "if-none-match");
+    const ims = header(req.headFields, "if-modified-since");
+    if (!inm && !ims) return null;
+    const resTag = header(res.headFields, "etag");
+    for (const b of p.buckets) {
+      for (const e of this.#store.byUrl(b.name, uri, 50)) {
+        let match = false;
+        if (e.etag && resTag) match = weakEqual(e.etag, resTag);
+        else if (e.etag && inm) match = etagList(inm).some((t) => weakEqual(t, e.etag!));
+        else if (!e.etag && !resTag && e.lastModified && ims) match = e.lastModified === ims;
+        if (match) {
+          return {
+            bucket: b.name,
+            of: {
+              profile: "server-not-modified",
+              refersTo: e.recordId,
+              refersToTargetUri: e.url,
+              refersToDate: e.date,
+              payloadDigest: formatDigest(e.digest.alg, e.digest.bytes),
+            },
+          };
+        }
+      }
+    }
+    return null;
+  }
+}

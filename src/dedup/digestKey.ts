@@ -1,0 +1,51 @@
+import { ProxyError } from "../core/errors.js";
+import type { DigestAlgorithm } from "../warc/digest.js";
+import type { DigestKey } from "./types.js";
+
+const LENGTHS: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
+const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+function fromBase32(s: string): Buffer | null {
+  const clean = s.replace(/=+$/, "").toUpperCase();
+  const out: number[] = [];
+  let bits = 0;
+  let value = 0;
+  for (const ch of clean) {
+    const v = B32.indexOf(ch);
+    if (v < 0) return null;
+    value = (value << 5) | v;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+/**
+ * Parse a WARC digest value (`sha1:BASE32`, `sha1:hex`, `sha256:hex`, `sha256:BASE32[=]`,
+ * `sha-1:` spellings) into (algorithm, bytes); null when it is not one we can compare.
+ */
+export function parseDigest(value: string): DigestKey | null {
+  const m = /^(sha-?1|sha-?256):(.+)$/i.exec(value.trim());
+  if (!m) return null;
+  const alg: DigestAlgorithm = m[1]!.toLowerCase().replace("-", "") === "sha1" ? "sha1" : "sha256";
+  const text = m[2]!;
+  const want = LENGTHS[alg];
+  let bytes: Buffer | null = null;
+  if (/^[0-9a-f]+$/i.test(text) && text.length === want * 2) bytes = Buffer.from(text, "hex");
+  else bytes = fromBase32(text);
+  if (!bytes || bytes.length !== want) return null;
+  return { alg, bytes };
+}
+
+export function requireDigest(value: string): DigestKey {
+  const d = parseDigest(value);
+  if (!d) throw new ProxyError("ERR_INTERNAL", `not a digest lathe can compare: ${JSON.stringify(value)}`);
+  return d;
+}
+
+export function sameDigest(a: DigestKey, b: DigestKey): boolean {
+  return a.alg === b.alg && a.bytes.equals(b.bytes);
+}
