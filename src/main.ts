@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import { hostname } from "node:os";
 import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Config } from "./config/schema.js";
 import { type Clock, systemClock } from "./core/clock.js";
@@ -10,6 +10,11 @@ import { type IdSource, randomIds } from "./core/ids.js";
 import { type Logger, createLogger } from "./core/log.js";
 import { VERSION } from "./core/version.js";
 import { Archiver } from "./archive/pipeline.js";
+import { Deduplicator } from "./archive/dedup.js";
+import { RunningStats } from "./control/runningStats.js";
+import { warcproxStatus } from "./control/status.js";
+import { openSqliteDedupStore } from "./dedup/sqliteStore.js";
+import type { DedupStore } from "./dedup/types.js";
 import { type ProxyServer, createProxyServer } from "./proxy/server.js";
 import type { ProxyContext } from "./proxy/context.js";
 import { LeafCache } from "./tls/leafCache.js";
@@ -28,6 +33,7 @@ export interface Lathe {
   warcDir: string;
   archiver: Archiver;
   writers: Map<string, WarcWriter>;
+  dedupStore: DedupStore;
   /** Graceful stop: finish in-flight captures, close and rename every file. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -49,7 +55,12 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   } catch (e) {
     throw new ProxyError("ERR_CONFIG", `cannot create the WARC directory ${warcDir} (warc.dir / --dir): ${(e as Error).message}`, e);
   }
-  await recoverOpenFiles(warcDir, log);
+  const dedupStore = openSqliteDedupStore(config.dedup.dbPath ? resolve(config.dedup.dbPath) : join(warcDir, "lathe-dedup.sqlite3"), { log });
+  // Recovery cuts torn tails off `.open` files; no dedup entry may point into what was cut.
+  for (const r of await recoverOpenFiles(warcDir, log)) {
+    const removed = dedupStore.removeFileTail(r.file, r.keptBytes);
+    if (removed) log.warn("dedup-entries-removed", { file: r.file, removed });
+  }
   const ca = await loadOrCreateCa(resolve(config.certs.dir), log);
   const leaves = new LeafCache({ ca: ca.ca, leafKey: ca.leafKey, caCertPem: ca.caCertPem, maxEntries: config.certs.leafCacheSize });
 
@@ -83,7 +94,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     }
     return w;
   };
-  const archiver = new Archiver({ writerFor, dedup: null, dedupPolicy: config.dedup, ids, version: config.warc.version, digest: config.warc.digest, log });
+  const dedup = new Deduplicator(dedupStore, log);
+  const archiver = new Archiver({ writerFor, dedup, dedupPolicy: config.dedup, ids, version: config.warc.version, digest: config.warc.digest, log });
   const connector = createConnector(config.upstream);
 
   // While a writer is failed, requests get 503; a probe at most every second finds out when
@@ -99,8 +111,25 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     });
   };
 
-  let active = 0;
+  const active = new Map<number, number>(); // exchange id → start (ms)
+  let nextExchange = 0;
   let idleWaiters: Array<() => void> = [];
+  const startedAt = new Date();
+  const warcBytes = () => [...writers.values()].reduce((n, w) => n + w.state().bytesWritten, 0);
+  const rates = new RunningStats(() => ({ urls: archiver.stats.captures, bytes: warcBytes() }));
+  const latheStatus = () => ({
+    version: VERSION,
+    compat: "warcprox-2.13.1",
+    captures: archiver.stats.captures,
+    revisits: archiver.stats.revisits,
+    failed: archiver.stats.failed,
+    bytesSaved: archiver.stats.bytesSaved,
+    dedup: { policy: config.dedup.policy, entries: dedupStore.count(), buckets: Object.fromEntries(dedup.counters) },
+    writers: [...writers.entries()].map(([prefix, w]) => {
+      const st = w.state();
+      return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null };
+    }),
+  });
   const ctx: ProxyContext = {
     config,
     connector,
@@ -119,19 +148,23 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     },
     seriesFor: () => config.warc.prefix,
     begin: () => {
-      active++;
-      let once = false;
+      const id = nextExchange++;
+      active.set(id, Date.now());
       return () => {
-        if (once) return;
-        once = true;
-        if (--active === 0) {
+        if (!active.delete(id)) return;
+        if (active.size === 0) {
           const w = idleWaiters;
           idleWaiters = [];
           for (const f of w) f();
         }
       };
     },
-    idle: () => (active === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    idle: () => (active.size === 0 ? Promise.resolve() : new Promise<void>((r) => idleWaiters.push(r))),
+    status: (socket) =>
+      warcproxStatus(
+        { version: VERSION, startedAt, activeStarts: () => [...active.values()], urlsProcessed: () => archiver.stats.captures, warcBytesWritten: warcBytes, rates, lathe: latheStatus },
+        socket,
+      ),
   };
   const proxy: ProxyServer = createProxyServer(ctx, { contextFor: (name) => leaves.get(name) });
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
@@ -149,11 +182,14 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     warcDir,
     archiver,
     writers,
+    dedupStore,
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         await proxy.close(graceMs);
         connector.destroy();
         await Promise.all([...writers.values()].map((w) => w.close()));
+        rates.stop();
+        dedupStore.close();
         log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
       })();
       return stopped;

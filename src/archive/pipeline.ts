@@ -23,6 +23,12 @@ export interface CompletedExchange {
   tap: SocketTap;
   /** Output series (WARC prefix). */
   series: string;
+  /** This request's dedup policy (Warcprox-Meta / collection), else the archiver's default. */
+  dedupPolicy?: DedupPolicy;
+  /** false (Warcprox-Meta `dedup-ok: false`): never remembered as a dedup original. */
+  dedupOk?: boolean;
+  /** Skip writing altogether (`warc-prefix: "-"`, a mime-type filter); the reason is logged. */
+  skip?: string;
 }
 
 export type CaptureOutcome =
@@ -61,10 +67,15 @@ export class Archiver {
   }
 
   async archive(ex: CompletedExchange): Promise<CaptureOutcome> {
+    if (ex.skip) {
+      await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
+      this.#o.log.debug("capture-skipped", { uri: ex.targetUri, reason: ex.skip });
+      return { kind: "skipped", reason: ex.skip };
+    }
     let settle: ((w: WrittenRecord | null) => void) | null = null;
     try {
       // Policy → dedup decision → records → awaited write; the dedup entry only after the write.
-      const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, this.#o.dedupPolicy) : null;
+      const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, ex.dedupPolicy ?? this.#o.dedupPolicy) : null;
       settle = decision?.settle ?? null;
       const group = this.#build(ex, decision?.revisit ?? null);
       const writer = this.#o.writerFor(ex.series);
@@ -78,7 +89,7 @@ export class Archiver {
         throw e;
       }
       const revisit = decision?.revisit != null;
-      settle?.(revisit ? null : records[0]!);
+      settle?.(revisit || ex.dedupOk === false ? null : records[0]!);
       settle = null;
       this.stats.captures++;
       this.stats.records += records.length;

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { ProxyError } from "../core/errors.js";
 import { VERSION } from "../core/version.js";
 import { caCommand } from "./ca.js";
+import { INDEX_HELP, indexCommand } from "./index.js";
 import { SERVE_HELP, serveCommand } from "./serve.js";
 
 const HELP = `lathe ${VERSION} — archival recording forward proxy
@@ -10,6 +11,7 @@ const HELP = `lathe ${VERSION} — archival recording forward proxy
 usage:
   lathe serve [--host H] [--port P] [--dir DIR] [--certs DIR] [--config FILE]
   lathe ca [--certs DIR] [--export FILE] [--pem]
+  lathe index --dedup-db FILE [--bucket NAME] WARC...
   lathe --version
 
 ${SERVE_HELP}
@@ -17,7 +19,8 @@ lathe ca [options]      print the CA certificate path, SHA-256 fingerprint and S
   --certs DIR      CA directory (default ./certs)
   --export FILE    write the CA certificate (PEM, never the key) to FILE
   --pem            print the CA certificate (PEM) after the summary
-`;
+
+${INDEX_HELP}`;
 
 /** The only place that decides the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
@@ -37,6 +40,8 @@ export async function runCli(argv: string[]): Promise<number> {
         const exp = values.export !== undefined ? values.export : values.pem ? true : undefined;
         return await caCommand({ certs: values.certs ?? "./certs", ...(exp !== undefined ? { export: exp } : {}) }, out);
       }
+      case "index":
+        return await indexCommand(rest, out);
       case "--version":
       case "-v":
         out(`${VERSION}\n`);

@@ -20,4 +20,6 @@ export interface ProxyContext {
   begin(): () => void;
   /** Resolves when no exchange is in flight (graceful shutdown). */
   idle(): Promise<void>;
+  /** The `GET /status` document (warcprox shape) for a request that arrived on `socket`. */
+  status(socket: import("node:net").Socket): Record<string, unknown>;
 }

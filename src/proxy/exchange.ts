@@ -9,6 +9,8 @@ import { type SocketTap, tapOf } from "../upstream/tap.js";
 import type { ProxyContext } from "./context.js";
 import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
 import { sendPlain } from "./respond.js";
+import { type RequestPolicy, filteredOut, requestPolicy } from "./requestPolicy.js";
+import { WarcproxMetaError } from "../control/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
 /** Why a request may not go upstream at all (checked before any DNS lookup), or null. */
@@ -98,6 +100,7 @@ async function archiveExchange(
   method: string,
   caps: Captures,
   ended: "clean" | Truncation,
+  policy: RequestPolicy,
   wireExact = false,
 ): Promise<boolean> {
   const mode = wireExact ? "wire-exact" : ctx.config.warc.chunked;
@@ -123,10 +126,28 @@ async function archiveExchange(
     request,
     response,
     tap: caps.tap,
-    series: ctx.seriesFor(),
+    series: policy.series,
+    dedupPolicy: policy.dedupPolicy,
+    dedupOk: policy.dedupOk,
+    ...(skipReason(policy, response) ? { skip: skipReason(policy, response)! } : {}),
   };
   const outcome = await ctx.archiver.archive(ex);
   return outcome.kind === "written";
+}
+
+function skipReason(policy: RequestPolicy, response: CapturedMessage): string | null {
+  if (policy.noArchive) return 'Warcprox-Meta warc-prefix "-"';
+  const ct = response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value;
+  if (filteredOut(policy.mimeTypeFilters, ct)) return `mime-type-filters (${ct ?? "no Content-Type"})`;
+  return null;
+}
+
+/** A rule answer for an invalid Warcprox-Meta: 400 with warcprox's reason, then close. */
+function rejectMeta(res: ServerResponse, e: WarcproxMetaError): void {
+  const body = Buffer.from(`${e.message}\n`, "utf8");
+  res.shouldKeepAlive = false;
+  res.writeHead(400, e.reason, ["Content-Type", "text/plain;charset=utf-8", "Connection", "close", "Content-Length", String(body.length)]);
+  res.end(body);
 }
 
 /**
@@ -137,6 +158,14 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
   const method = req.method ?? "GET";
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
+  let policy: RequestPolicy;
+  try {
+    policy = requestPolicy(ctx.config, req.rawHeaders);
+  } catch (e) {
+    req.resume();
+    if (e instanceof WarcproxMetaError) return rejectMeta(res, e);
+    throw e;
+  }
   const refused = refusal(ctx, t.host);
   if (refused) {
     req.resume();
@@ -173,7 +202,7 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
     const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete;
     if (parseError) {
       // A response Node's parser refused: keep what was received, wire-exact (decisions.md §1).
-      track(archiveExchange(ctx, uri, method, caps, "unspecified", true));
+      track(archiveExchange(ctx, uri, method, caps, "unspecified", policy, true));
     } else {
       void caps.request.discard();
       void caps.response.discard();
@@ -211,7 +240,7 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
       done = true;
       clearTimers();
       detach(caps);
-      const archived = track(archiveExchange(ctx, uri, method, caps, ended));
+      const archived = track(archiveExchange(ctx, uri, method, caps, ended, policy));
       if (strict) {
         archived.then((ok) => (ok ? endClient() : res.destroy()), () => res.destroy());
       } else {
@@ -233,7 +262,13 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
       maxTimer.unref();
     }
 
-    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardResponseHeaders(upRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
+    const out = forwardResponseHeaders(upRes.rawHeaders);
+    if (policy.acceptCaptureMetadata) {
+      // warcprox's capture timestamp: the WARC-Date instant, to the second.
+      const ts = new Date(Number((caps.sentAt ?? ctx.clock.nowMicros()) / 1000n)).toISOString().slice(0, 19) + "Z";
+      out.push("Warcprox-Meta", JSON.stringify({ "capture-metadata": { timestamp: ts } }));
+    }
+    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out as unknown as http.OutgoingHttpHeaders);
     // Strict durability holds back the last byte until the capture is on disk (warc-files.md §6).
     let held: Buffer | null = null;
     const endClient = () => {

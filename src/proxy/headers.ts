@@ -81,8 +81,9 @@ export function forwardResponseHeaders(raw: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const lower = raw[i]!.toLowerCase();
-    // Transfer-Encoding goes too: Node frames the body toward the client itself.
-    if (HOP_BY_HOP.has(lower) || lower === "transfer-encoding" || named.has(lower)) continue;
+    // Transfer-Encoding goes too: Node frames the body toward the client itself. An origin's
+    // own Warcprox-Meta is kept in the WARC but never reaches the crawler (it could forge a 420).
+    if (HOP_BY_HOP.has(lower) || lower === "transfer-encoding" || named.has(lower) || LATHE_OWN.has(lower)) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
   return out;

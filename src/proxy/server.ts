@@ -43,6 +43,14 @@ function targetOf(req: IncomingMessage): Target | null {
 }
 
 function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
+  if (req.url === "/status" && req.method === "GET" && !tunnelOf(req.socket)) {
+    // warcprox's status document (warcprox-compat.md §4); brozzler asks for it.
+    req.resume();
+    const body = Buffer.from(JSON.stringify(ctx.status(req.socket), null, 2) + "\n");
+    res.writeHead(200, ["Content-Type", "application/json", "Content-Length", String(body.length)]);
+    res.end(body);
+    return;
+  }
   const t = targetOf(req);
   if (!t) {
     req.resume();

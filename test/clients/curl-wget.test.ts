@@ -91,7 +91,8 @@ function suite(scheme: "http" | "https") {
 
     beforeAll(async () => {
       origin = scheme === "https" ? await startHttpsOrigin(certs) : await startHttpOrigin();
-      lathe = await startTestLathe({ upstream: { caFile: certs.caFile, allowHosts: ["127.0.0.1", "localhost"] } });
+      // Dedup off: curl and wget fetch the same bodies, and this file checks every full response record.
+      lathe = await startTestLathe({ upstream: { caFile: certs.caFile, allowHosts: ["127.0.0.1", "localhost"] }, dedup: { policy: "off" } });
     });
     afterAll(async () => {
       if (!stopped) await lathe?.stop();

@@ -95,6 +95,20 @@ export const routes: Record<string, Handler> = {
     res.writeHead(200, { "Content-Type": "application/json", "Content-Length": b.length });
     res.end(b);
   },
+  etag(req, res) {
+    // Conditional GET: 304 when the client already has version "v1".
+    const tag = '"v1"';
+    const lm = "Tue, 01 Dec 2026 08:00:00 GMT";
+    const inm = req.headers["if-none-match"];
+    if ((inm && inm.includes(tag)) || (!inm && req.headers["if-modified-since"] === lm)) {
+      res.writeHead(304, { ETag: tag, "Last-Modified": lm });
+      res.end();
+      return;
+    }
+    const b = Buffer.from("versioned content v1\n".repeat(50));
+    res.writeHead(200, { "Content-Type": "text/plain", ETag: tag, "Last-Modified": lm, "Content-Length": b.length });
+    res.end(b);
+  },
   abort(_req, res) {
     res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": 100000 });
     res.write(bytesOf(5000, 5));

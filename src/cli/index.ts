@@ -1,0 +1,165 @@
+/**
+ * `lathe index --dedup-db FILE [--bucket NAME] WARC...` (issue "Deduplication", "Building the
+ * dedup index outside a crawl"): load existing WARC files — lathe's and other tools' — into the
+ * dedup store, with a progress bar on a terminal (stderr) and a summary on stdout.
+ * Exit 0 when every file loaded cleanly, 1 when some file had errors (the rest still loads),
+ * 2 on usage errors. `--cdxj`, `--cdx11`, `--output` and `--merge` are reserved for the CDXJ
+ * indexer (issue "CDXJ index") and refused for now.
+ */
+import { parseArgs } from "node:util";
+import { errorMessage } from "../core/errors.js";
+import { createLogger, type Logger } from "../core/log.js";
+import { importWarcs, SKIP_REASONS, type ImportProgress, type ImportSummary, type SkipReason } from "../dedup/importer.js";
+import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
+import type { DedupStore } from "../dedup/types.js";
+
+export const INDEX_HELP = `lathe index --dedup-db FILE [--bucket NAME] WARC...
+                        load existing WARC files (lathe's and other tools') into the dedup index
+  --dedup-db FILE  dedup database (SQLite; created when missing)
+  --bucket NAME    bucket the entries go to (default "default")
+  exit status: 0 all loaded, 1 some file had errors (the rest was loaded), 2 usage error
+`;
+
+export interface IndexIo {
+  /** stdout (summary). */
+  out(s: string): void;
+  /** stderr (progress bar, usage errors). */
+  err(s: string): void;
+  /** Draw the progress bar (default: stderr is a terminal). */
+  isTTY: boolean;
+  columns: number;
+  openStore(path: string, log: Logger): DedupStore;
+  log: Logger;
+}
+
+const RESERVED = ["cdxj", "cdx11", "merge", "output"] as const;
+
+export async function indexCommand(argv: string[], out: (s: string) => void, io: Partial<IndexIo> = {}): Promise<number> {
+  const err = io.err ?? ((s: string) => void process.stderr.write(s));
+  const usage = (msg: string) => {
+    err(`lathe index: ${msg}\n\n${INDEX_HELP}`);
+    return 2;
+  };
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        "dedup-db": { type: "string" },
+        bucket: { type: "string" },
+        cdxj: { type: "boolean" },
+        cdx11: { type: "boolean" },
+        merge: { type: "boolean" },
+        output: { type: "string", short: "o" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: true,
+    }));
+  } catch (e) {
+    return usage(errorMessage(e));
+  }
+  if (values.help) {
+    out(INDEX_HELP);
+    return 0;
+  }
+  for (const r of RESERVED) if (values[r] !== undefined) return usage(`--${r} is not available yet (CDXJ indexing comes with the CDXJ issue); this command loads the dedup index: --dedup-db FILE`);
+  const db = values["dedup-db"];
+  if (typeof db !== "string" || db === "") return usage("--dedup-db FILE is required");
+  const bucket = values.bucket === undefined ? "default" : String(values.bucket);
+  if (bucket === "" || /[\s\x00-\x1f]/.test(bucket)) return usage(`--bucket must be a non-empty name without spaces, got ${JSON.stringify(bucket)}`);
+  if (positionals.length === 0) return usage("name at least one WARC file");
+
+  const log = io.log ?? createLogger({ level: "error" });
+  let store: DedupStore;
+  try {
+    store = (io.openStore ?? ((p, l) => openSqliteDedupStore(p, { log: l })))(db, log);
+  } catch (e) {
+    err(`lathe index: cannot open the dedup database ${db}: ${errorMessage(e)}\n`);
+    return 1;
+  }
+  const tty = io.isTTY ?? process.stderr.isTTY === true;
+  const bar = tty ? new ProgressBar(err, io.columns || process.stderr.columns || 80) : null;
+  let summary: ImportSummary;
+  try {
+    summary = await importWarcs(positionals, store, { bucket, log, ...(bar ? { onProgress: (p: ImportProgress) => bar.update(p) } : {}) });
+  } catch (e) {
+    bar?.clear();
+    err(`lathe index: ${errorMessage(e)}\n`);
+    return 1;
+  } finally {
+    bar?.clear();
+    try {
+      store.close();
+    } catch (e) {
+      err(`lathe index: closing the dedup database failed: ${errorMessage(e)}\n`);
+    }
+  }
+  out(formatSummary(summary));
+  return summary.errors.length > 0 ? 1 : 0;
+}
+
+const MAX_LISTED = 100;
+
+export function formatSummary(s: ImportSummary): string {
+  const lines: string[] = [];
+  lines.push(`bucket:         ${s.bucket}`);
+  lines.push(`files:          ${s.files}${s.filesWithErrors ? ` (${s.filesWithErrors} with errors)` : ""}, ${formatBytes(s.bytes)}`);
+  lines.push(`records:        ${s.records} (${s.responses} responses, ${s.revisits} revisits)`);
+  lines.push(`entries added:  ${s.entriesAdded}${s.entriesFromRevisits ? ` (${s.entriesFromRevisits} from revisits' originals, without file/offset)` : ""}`);
+  lines.push(`skipped:        ${s.skippedTotal}`);
+  for (const [k, n] of Object.entries(s.skipped)) lines.push(`  ${String(n).padStart(8)}  ${SKIP_REASONS[k as SkipReason] ?? k}`);
+  lines.push(`warnings:       ${s.warnings.length}`);
+  for (const w of s.warnings.slice(0, 10)) lines.push(`  ${w.file} at offset ${w.offset}: ${w.reason}`);
+  if (s.warnings.length > 10) lines.push(`  ... and ${s.warnings.length - 10} more`);
+  lines.push(`errors:         ${s.errors.length}`);
+  for (const e of s.errors.slice(0, MAX_LISTED)) lines.push(`  ${e.file} at offset ${e.offset}: ${e.reason}`);
+  if (s.errors.length > MAX_LISTED) lines.push(`  ... and ${s.errors.length - MAX_LISTED} more`);
+  return lines.join("\n") + "\n";
+}
+
+function formatBytes(n: number): string {
+  if (n < 1e3) return `${n} B`;
+  if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
+  if (n < 1e9) return `${(n / 1e6).toFixed(1)} MB`;
+  return `${(n / 1e9).toFixed(2)} GB`;
+}
+
+/** One line on stderr, redrawn at most every 100 ms: bar, bytes, files, records. */
+class ProgressBar {
+  #last = 0;
+  #drawn = false;
+  constructor(
+    readonly write: (s: string) => void,
+    readonly columns: number,
+  ) {}
+
+  update(p: ImportProgress): void {
+    const now = Date.now();
+    if (now - this.#last < 100 && p.filesDone < p.files) return;
+    this.#last = now;
+    const frac = p.bytesTotal > 0 ? Math.min(1, p.bytesDone / p.bytesTotal) : p.filesDone / Math.max(1, p.files);
+    const width = this.columns >= 100 ? 30 : this.columns >= 70 ? 20 : 10;
+    const full = Math.round(frac * width);
+    let line = `[${"#".repeat(full)}${"-".repeat(width - full)}] ${String(Math.floor(frac * 100)).padStart(3)}%`;
+    // Most useful first; what does not fit the terminal is left off.
+    for (const part of [
+      `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`,
+      `files ${p.filesDone}/${p.files}`,
+      `entries ${p.entriesAdded}`,
+      ...(p.errors ? [`errors ${p.errors}`] : []),
+      `records ${p.records}`,
+    ]) {
+      if (line.length + 2 + part.length > this.columns - 1) break;
+      line += `  ${part}`;
+    }
+    this.write(`\r${line}\x1b[K`);
+    this.#drawn = true;
+  }
+
+  clear(): void {
+    if (this.#drawn) this.write("\r\x1b[K");
+    this.#drawn = false;
+  }
+}
