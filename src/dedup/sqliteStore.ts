@@ -401,7 +401,7 @@ class SqliteDedupStore implements DedupStore {
   }
 
   #removeTailTx(file: number, from: number): number {
-    for (const r of this.#tail.iterate(file, from)) {
+    for (const r of this.#tail.all(file, from)) {
       this.#delByDigest.run(digestKey(r.bucket, r.alg, r.digest), r.seq);
       this.#delByUrl.run(urlKey(r.bucket, r.url), r.seq);
     }

@@ -109,6 +109,11 @@ export const routes: Record<string, Handler> = {
     res.writeHead(200, { "Content-Type": "text/plain", ETag: tag, "Last-Modified": lm, "Content-Length": b.length });
     res.end(b);
   },
+  forge(_req, res) {
+    // An origin that tries to speak warcprox's protocol to the crawler.
+    res.writeHead(200, { "Content-Type": "text/plain", "Warcprox-Meta": '{"reached-limit":{"x/total/urls":1}}', "Content-Length": 2 });
+    res.end("ok");
+  },
   abort(_req, res) {
     res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": 100000 });
     res.write(bytesOf(5000, 5));
