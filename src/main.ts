@@ -135,6 +135,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     connector,
     archiver,
     clock,
+    ids,
     log,
     writerFailure: () => {
       for (const w of writers.values()) {

@@ -60,6 +60,8 @@ export interface ArchiveStats {
  */
 export class Archiver {
   readonly #o: ArchiverOptions;
+  /** Recent page records per series (`series uri` → record), for linking associated resources. */
+  readonly #pages = new Map<string, { id: string; date: string; atMs: number }>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
 
   constructor(o: ArchiverOptions) {
@@ -89,6 +91,7 @@ export class Archiver {
         throw e;
       }
       const revisit = decision?.revisit != null;
+      this.#rememberPage(ex.series, ex.targetUri, records[0]!);
       settle?.(revisit || ex.dedupOk === false ? null : records[0]!);
       settle = null;
       this.stats.captures++;
@@ -108,6 +111,27 @@ export class Archiver {
     } finally {
       await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
     }
+  }
+
+  #rememberPage(series: string, uri: string, w: WrittenRecord): void {
+    const key = `${series} ${uri}`;
+    this.#pages.delete(key);
+    this.#pages.set(key, { id: w.id, date: w.date ?? "", atMs: Date.now() });
+    // Bounded: the oldest entries go first (a Map iterates in insertion order).
+    if (this.#pages.size > 50_000) this.#pages.delete(this.#pages.keys().next().value!);
+  }
+
+  /** The most recent response/revisit of `uri` in `series` written within `windowMs`, if any. */
+  pageRecord(series: string, uri: string, windowMs: number): { id: string; date: string } | null {
+    const p = this.#pages.get(`${series} ${uri}`);
+    return p && Date.now() - p.atMs <= windowMs ? p : null;
+  }
+
+  /** Write one record that is a group of its own (pushed resources). */
+  async writeAlone(series: string, draft: RecordDraft): Promise<WrittenRecord> {
+    const [w] = await this.#o.writerFor(series).write([draft]);
+    this.stats.records++;
+    return w!;
   }
 
   #build(ex: CompletedExchange, revisit: RevisitOf | null): RecordDraft[] {

@@ -531,6 +531,7 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
     }
     db.pragma(`cache_size = -${Math.round(cacheMiB * 1024)}`);
     db.pragma("temp_store = MEMORY");
+    for (const p of (process.env.LATHE_DEDUP_PRAGMAS ?? "").split(";").filter(Boolean)) db.pragma(p); // TEMP experiment
     const store = new SqliteDedupStore(file, db, readonly);
     opts.log?.info("dedup-db-open", { path: file, entries: store.count(), created, readonly });
     return store;

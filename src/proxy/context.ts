@@ -11,6 +11,7 @@ export interface ProxyContext {
   connector: Connector;
   archiver: Archiver;
   clock: Clock;
+  ids: import("../core/ids.js").IdSource;
   log: Logger;
   /** Why captures cannot be written right now, or null when the writer is healthy. */
   writerFailure(): ProxyError | null;

@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo, type Socket } from "node:net";
+import { handleWriteRecord, isWriteRecordStart } from "./writeRecord.js";
 import { ProxyError } from "../core/errors.js";
 import type { ProxyContext } from "./context.js";
 import { handleConnect, tunnelOf, type TunnelServers } from "./connect.js";
@@ -103,10 +103,23 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource): ProxyS
   }
   server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => handleConnect(ctx, leaves, tunnels, req, socket, head));
 
+  // Connections are accepted here, not by the HTTP server: the first bytes tell a warcprox
+  // WARCPROX_WRITE_RECORD (a method Node's parser refuses) from ordinary HTTP.
   const sockets = new Set<Socket>();
-  server.on("connection", (s: Socket) => {
+  const listener = net.createServer({ noDelay: true }, (s: Socket) => {
     sockets.add(s);
     s.once("close", () => sockets.delete(s));
+    s.on("error", () => s.destroy());
+    s.once("data", (first: Buffer) => {
+      s.pause();
+      if (isWriteRecordStart(first)) {
+        handleWriteRecord(ctx, s, first);
+      } else {
+        s.unshift(first);
+        server.emit("connection", s);
+      }
+      s.resume();
+    });
   });
 
   return {
@@ -115,16 +128,16 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource): ProxyS
       return new Promise((resolve, reject) => {
         const onErr = (e: Error & { code?: string }) =>
           reject(new ProxyError("ERR_CONFIG", `cannot listen on ${host}:${port}: ${e.code ?? e.message}${e.code === "EADDRINUSE" ? " (another process uses that port: choose another with --port)" : ""}`, e));
-        server.once("error", onErr);
-        server.listen(port, host, () => {
-          server.off("error", onErr);
-          resolve(server.address() as AddressInfo);
+        listener.once("error", onErr);
+        listener.listen(port, host, () => {
+          listener.off("error", onErr);
+          resolve(listener.address() as AddressInfo);
         });
       });
     },
     async close(graceMs = 10_000) {
       // Stop accepting; idle keep-alive connections go now, exchanges in flight may finish.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
       for (const s of [server, tunnels.https, tunnels.http]) s.closeIdleConnections();
       const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
       await Promise.race([ctx.idle(), grace]);

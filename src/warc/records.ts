@@ -182,3 +182,59 @@ export function buildRevisit(
   );
   return { type: "revisit", id, fields, block: [head] };
 }
+
+/** WARC-JSON-Metadata of an associated resource (tls-and-resources.md B.2), in its key order. */
+export interface ResourceContext {
+  kind?: string;
+  variant?: string;
+  mode: "same-transaction" | "parallel" | "replay";
+  capturedAt?: string;
+  browser?: { name?: string; version?: string; userAgent?: string };
+  viewport?: { width?: number; height?: number; deviceScaleFactor?: number };
+  page?: { url?: string; recordId?: string };
+  tool?: string;
+  extra?: Record<string, unknown>;
+}
+
+export function resourceJson(c: ResourceContext): string {
+  const ordered: Record<string, unknown> = {};
+  for (const k of ["kind", "variant", "mode", "capturedAt", "browser", "viewport", "page", "tool", "extra"] as const) {
+    if (c[k] !== undefined) ordered[k] = c[k];
+  }
+  return JSON.stringify(ordered);
+}
+
+/**
+ * A `resource` (or `metadata`) record for bytes a crawler pushed (screenshots, video, yt-dlp JSON):
+ * block = the bytes verbatim, both digests over them; linked to its page record when known
+ * (WARC-Concurrent-To and the page's WARC-Date: one capture event, tls-and-resources.md B.2).
+ */
+export function buildResource(
+  id: string,
+  o: {
+    type: "resource" | "metadata" | "conversion";
+    targetUri: string;
+    dateMicros: bigint;
+    /** The page record's WARC-Date when linked (used verbatim). */
+    pageDate?: string;
+    concurrentTo?: string;
+    contentType: string;
+    body: StreamSource | Uint8Array;
+    blockDigest: string;
+    context?: ResourceContext;
+  },
+  version: WarcVersion,
+): RecordDraft {
+  const fields: Array<[string, string]> = [
+    ["WARC-Type", o.type],
+    ["WARC-Record-ID", id],
+    ["WARC-Date", o.pageDate ?? formatWarcDate(o.dateMicros, version)],
+    ["WARC-Target-URI", o.targetUri],
+  ];
+  if (o.concurrentTo) fields.push(["WARC-Concurrent-To", o.concurrentTo]);
+  fields.push(["WARC-Block-Digest", o.blockDigest], ["WARC-Payload-Digest", o.blockDigest]);
+  if (o.context) fields.push(["WARC-JSON-Metadata", resourceJson(o.context)]);
+  fields.push(["Content-Type", o.contentType]);
+  const size = o.body instanceof Uint8Array ? o.body.byteLength : o.body.size;
+  return { type: o.type, id, fields, block: size > 0 ? [o.body] : [] };
+}

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 import type { ProxyError } from "../core/errors.js";
 
-export type WarcType = "warcinfo" | "response" | "request" | "revisit" | "metadata" | "resource";
+export type WarcType = "warcinfo" | "response" | "request" | "revisit" | "metadata" | "resource" | "conversion";
 
 /** A part of a record block: bytes in memory, or a spooled body read as a stream. */
 export type BlockPart = Uint8Array | StreamSource;

@@ -22,9 +22,16 @@ describe("the warcprox protocol on the proxy port", () => {
   it("GET /status answers warcprox's document with lathe's counters", async () => {
     await viaProxy(lathe.proxyUrl, `${origin.url}/bytes/4000?one`);
     await viaProxy(lathe.proxyUrl, `${origin.url}/bytes/4000?two`);
-    const raw = await rawExchange(lathe.proxyUrl, "GET /status HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n");
+    // Captures are archived just after the client has its response: poll until both are counted.
+    let raw = "";
+    let st: Record<string, any> = {};
+    for (let i = 0; i < 50; i++) {
+      raw = await rawExchange(lathe.proxyUrl, "GET /status HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n");
+      st = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+      if (st.urls_processed >= 2) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     expect(raw).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
-    const st = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
     expect(st.role).toBe("warcprox");
     for (const k of ["version", "host", "address", "port", "pid", "threads", "active_requests", "unaccepted_requests", "load", "queued_urls", "queue_max_size", "urls_processed", "warc_bytes_written", "start_time", "rates_1min", "rates_5min", "rates_15min", "earliest_still_active_fetch_start", "earliest_still_active_socket", "earliest_still_active_postfetch", "seconds_behind", "postfetch_chain"]) {
       expect(st, k).toHaveProperty(k);
