@@ -87,6 +87,11 @@ function makeUrl(i) {
 const START = Date.UTC(2024, 4, 1);
 const PER_FILE = 20_000;
 const fileName = (n) => `lathe-20240501120000000-${String(n).padStart(5, "0")}-bench.warc.gz`;
+// Strings as a WARC reader hands them over: flat (decoded from a buffer), not a rope of
+// concatenations that V8 must flatten on first use; one file name string per file.
+const flat = (s) => Buffer.from(s, "latin1").toString("latin1");
+let fileNo = -1;
+let fileStr = "";
 
 function makeBatch(from, n, sample, every) {
   const digests = randomBytes(20 * n);
@@ -94,15 +99,16 @@ function makeBatch(from, n, sample, every) {
   for (let j = 0; j < n; j++) {
     const i = from + j;
     const bytes = digests.subarray(20 * j, 20 * j + 20);
-    const url = makeUrl(i);
+    const url = flat(makeUrl(i));
+    if (Math.floor(i / PER_FILE) !== fileNo) fileStr = flat(fileName((fileNo = Math.floor(i / PER_FILE))));
     const status = rnd(20) === 0 ? 404 : 200;
     batch[j] = {
       bucket: "default",
       digest: { alg: "sha1", bytes },
       url,
-      date: new Date(START + i * 250).toISOString().replace(/\.\d+Z$/, "Z"),
-      recordId: `<urn:uuid:${randomUUID()}>`,
-      filename: fileName(Math.floor(i / PER_FILE)),
+      date: flat(new Date(START + i * 250).toISOString().replace(/\.\d+Z$/, "Z")),
+      recordId: flat(`<urn:uuid:${randomUUID()}>`),
+      filename: fileStr,
       offset: (i % PER_FILE) * 9000,
       length: 2000 + rnd(7000),
       status,

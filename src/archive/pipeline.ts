@@ -62,6 +62,7 @@ export class Archiver {
   readonly #o: ArchiverOptions;
   /** Recent page records per series (`series uri` → record), for linking associated resources. */
   readonly #pages = new Map<string, { id: string; date: string; atMs: number }>();
+  readonly #pending = new Map<string, Array<Promise<void>>>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
 
   constructor(o: ArchiverOptions) {
@@ -125,6 +126,36 @@ export class Archiver {
   pageRecord(series: string, uri: string, windowMs: number): { id: string; date: string } | null {
     const p = this.#pages.get(`${series} ${uri}`);
     return p && Date.now() - p.atMs <= windowMs ? p : null;
+  }
+
+  /**
+   * Mark a capture of `uri` as in progress: a resource pushed for that page meanwhile (a
+   * screenshot taken while the page's own record is still being written) waits for it.
+   * Returns the function to call once the capture is archived or abandoned.
+   */
+  expectPage(series: string, uri: string): () => void {
+    const key = `${series} ${uri}`;
+    let release!: () => void;
+    const p = new Promise<void>((r) => (release = r));
+    const list = this.#pending.get(key) ?? [];
+    list.push(p);
+    this.#pending.set(key, list);
+    return () => {
+      const l = this.#pending.get(key);
+      if (l) {
+        const i = l.indexOf(p);
+        if (i >= 0) l.splice(i, 1);
+        if (l.length === 0) this.#pending.delete(key);
+      }
+      release();
+    };
+  }
+
+  /** pageRecord, after waiting (at most `waitMs`) for captures of that page still in progress. */
+  async awaitPageRecord(series: string, uri: string, windowMs: number, waitMs = 5000): Promise<{ id: string; date: string } | null> {
+    const pending = this.#pending.get(`${series} ${uri}`);
+    if (pending?.length) await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, waitMs).unref())]);
+    return this.pageRecord(series, uri, windowMs);
   }
 
   /** Write one record that is a group of its own (pushed resources). */

@@ -61,7 +61,12 @@ export function urlKey(bucketId: number, url: string): number {
   return (h2 & 0x7fff) * TWO32 + (h1 >>> 0);
 }
 
-const UUID_ID = /^<urn:uuid:([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})>$/;
+/** 0..15 for a lowercase hex digit, -1 otherwise. */
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  return -1;
+}
 
 /**
  * `entries.record_id`: lathe's own ids (`<urn:uuid:` + lowercase UUID + `>`, 47 characters) are
@@ -69,8 +74,21 @@ const UUID_ID = /^<urn:uuid:([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{
  */
 export function packRecordId(id: string | null): string | Buffer | null {
   if (id === null) return null;
-  const m = id.length === 47 ? UUID_ID.exec(id) : null;
-  return m ? Buffer.from(m[1]! + m[2]! + m[3]! + m[4]! + m[5]!, "hex") : id;
+  if (id.length !== 47 || id.charCodeAt(46) !== 62 || !id.startsWith("<urn:uuid:")) return id;
+  const out = Buffer.allocUnsafe(16);
+  let j = 0;
+  for (let i = 10; i < 46; i += 2) {
+    if (i === 18 || i === 23 || i === 28 || i === 33) {
+      if (id.charCodeAt(i) !== 45) return id;
+      i--;
+      continue;
+    }
+    const hi = hexDigit(id.charCodeAt(i));
+    const lo = hexDigit(id.charCodeAt(i + 1));
+    if (hi < 0 || lo < 0) return id;
+    out[j++] = (hi << 4) | lo;
+  }
+  return out;
 }
 
 export function unpackRecordId(v: unknown): string | null {

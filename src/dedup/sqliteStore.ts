@@ -200,6 +200,48 @@ function inKeyOrder(keys: Float64Array, n: number, each: (i: number) => void): v
   }
 }
 
+/**
+ * Inserts rows `ROWS` at a time with one multi-row INSERT (one call into SQLite instead of
+ * `ROWS`), the rest one by one. Callers write a row's values into `p` from the offset `slot()`
+ * returns, then call `finish()`.
+ */
+class Inserter {
+  readonly p: unknown[];
+  readonly #cols: number;
+  readonly #one: Stmt<unknown[]>;
+  readonly #many: Stmt<unknown[]>;
+  #pos = 0;
+
+  constructor(db: Database.Database, table: string, columns: string[], rows: number) {
+    this.#cols = columns.length;
+    const tuple = `(${columns.map(() => "?").join(",")})`;
+    const head = `INSERT INTO ${table}(${columns.join(", ")}) VALUES `;
+    this.#one = db.prepare(head + tuple);
+    this.#many = db.prepare(head + Array.from({ length: rows }, () => tuple).join(","));
+    this.p = new Array(rows * this.#cols).fill(null);
+  }
+
+  reset(): void {
+    this.#pos = 0;
+  }
+
+  slot(): number {
+    if (this.#pos === this.p.length) {
+      this.#many.run(this.p);
+      this.#pos = 0;
+    }
+    const at = this.#pos;
+    this.#pos += this.#cols;
+    return at;
+  }
+
+  finish(): void {
+    if (this.#pos === this.p.length) this.#many.run(this.p);
+    else for (let at = 0; at < this.#pos; at += this.#cols) this.#one.run(this.p.slice(at, at + this.#cols));
+    this.#pos = 0;
+  }
+}
+
 class SqliteDedupStore implements DedupStore {
   readonly #path: string;
   readonly #db: Database.Database;
@@ -213,9 +255,10 @@ class SqliteDedupStore implements DedupStore {
   readonly #insBucket: Stmt<[string]>;
   readonly #fileId: Stmt<[string], number>;
   readonly #insFile: Stmt<[string]>;
-  readonly #insEntry: Stmt<unknown[]>;
-  readonly #insByDigest: Stmt<[number, number]>;
-  readonly #insByUrl: Stmt<[number, number, number]>;
+  readonly #maxSeq: Stmt<[], number | null>;
+  readonly #insEntries: Inserter;
+  readonly #insByDigest: Inserter;
+  readonly #insByUrl: Inserter;
   readonly #byDigest: Stmt<[number, number, number, Buffer], Row>;
   readonly #byUrlAndDigest: Stmt<[number, number, number, string, number, Buffer], Row>;
   readonly #byUrl: Stmt<[number, number, string, number], Row>;
@@ -236,11 +279,15 @@ class SqliteDedupStore implements DedupStore {
     this.#insBucket = db.prepare("INSERT INTO buckets(name) VALUES (?)");
     this.#fileId = db.prepare<[string], number>("SELECT id FROM files WHERE name = ?").pluck();
     this.#insFile = db.prepare("INSERT INTO files(name) VALUES (?)");
-    this.#insEntry = db.prepare(
-      "INSERT INTO entries(bucket, alg, digest, url, date, record_id, file, offset, length, status, etag, last_modified) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-    );
-    this.#insByDigest = db.prepare("INSERT INTO by_digest(key, seq) VALUES (?, ?)");
-    this.#insByUrl = db.prepare("INSERT INTO by_url(key, seq, tag) VALUES (?, ?, ?)");
+    this.#maxSeq = db.prepare<[], number | null>("SELECT max(seq) FROM entries").pluck();
+    if (!readonly) {
+      const cols = ["seq", "bucket", "alg", "digest", "url", "date", "record_id", "file", "offset", "length", "status", "etag", "last_modified"];
+      this.#insEntries = new Inserter(db, "entries", cols, 64);
+      this.#insByDigest = new Inserter(db, "by_digest", ["key", "seq"], 256);
+      this.#insByUrl = new Inserter(db, "by_url", ["key", "seq", "tag"], 256);
+    } else {
+      this.#insEntries = this.#insByDigest = this.#insByUrl = null as unknown as Inserter;
+    }
     // CROSS JOIN: walk the key's entries newest first, read each row until one really matches.
     this.#byDigest = db.prepare(
       `SELECT ${COLUMNS} FROM by_digest k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file
@@ -358,35 +405,69 @@ class SqliteDedupStore implements DedupStore {
 
   #addTx(entries: DedupEntry[]): void {
     const n = entries.length;
-    const seqs = new Float64Array(n);
+    const first = (this.#maxSeq.get() ?? 0) + 1;
     const dkeys = new Float64Array(n);
     const ukeys = new Float64Array(n);
     const tags = new Uint16Array(n);
+    const rows = this.#insEntries;
+    const p = rows.p;
+    rows.reset();
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
-      let b = this.#lookupBucket(e.bucket);
+      let b = this.#bucketIds.get(e.bucket) ?? this.#lookupBucket(e.bucket);
       if (b === undefined) {
         b = Number(this.#insBucket.run(e.bucket).lastInsertRowid);
         this.#remember(this.#bucketIds, e.bucket, b);
       }
       let f: number | null = null;
-      if (e.filename !== null && e.filename !== undefined) {
-        f = this.#fileIds.get(e.filename) ?? null;
+      const filename = e.filename;
+      if (filename !== null && filename !== undefined) {
+        f = this.#fileIds.get(filename) ?? null;
         if (f === null) {
-          f = this.#fileId.get(e.filename) ?? Number(this.#insFile.run(e.filename).lastInsertRowid);
-          this.#remember(this.#fileIds, e.filename, f);
+          f = this.#fileId.get(filename) ?? Number(this.#insFile.run(filename).lastInsertRowid);
+          this.#remember(this.#fileIds, filename, f);
         }
       }
       const alg = ALG_CODE[e.digest.alg];
       const bytes = asBuffer(e.digest.bytes);
-      const r = this.#insEntry.run(b, alg, bytes, e.url, e.date, packRecordId(e.recordId ?? null), f, e.offset ?? null, e.length ?? null, e.status ?? null, e.etag ?? null, e.lastModified ?? null);
-      seqs[i] = Number(r.lastInsertRowid);
+      const at = rows.slot();
+      p[at] = first + i;
+      p[at + 1] = b;
+      p[at + 2] = alg;
+      p[at + 3] = bytes;
+      p[at + 4] = e.url;
+      p[at + 5] = e.date;
+      p[at + 6] = packRecordId(e.recordId ?? null);
+      p[at + 7] = f;
+      p[at + 8] = e.offset ?? null;
+      p[at + 9] = e.length ?? null;
+      p[at + 10] = e.status ?? null;
+      p[at + 11] = e.etag ?? null;
+      p[at + 12] = e.lastModified ?? null;
       dkeys[i] = digestKey(b, alg, bytes);
       ukeys[i] = urlKey(b, e.url);
       tags[i] = digestTag(bytes);
     }
-    inKeyOrder(dkeys, n, (i) => this.#insByDigest.run(dkeys[i]!, seqs[i]!));
-    inKeyOrder(ukeys, n, (i) => this.#insByUrl.run(ukeys[i]!, seqs[i]!, tags[i]!));
+    rows.finish();
+    const byDigest = this.#insByDigest;
+    const pd = byDigest.p;
+    byDigest.reset();
+    inKeyOrder(dkeys, n, (i) => {
+      const at = byDigest.slot();
+      pd[at] = dkeys[i];
+      pd[at + 1] = first + i;
+    });
+    byDigest.finish();
+    const byUrl = this.#insByUrl;
+    const pu = byUrl.p;
+    byUrl.reset();
+    inKeyOrder(ukeys, n, (i) => {
+      const at = byUrl.slot();
+      pu[at] = ukeys[i];
+      pu[at + 1] = first + i;
+      pu[at + 2] = tags[i];
+    });
+    byUrl.finish();
     this.#addCount.run(n);
   }
 

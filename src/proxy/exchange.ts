@@ -173,7 +173,12 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
     return;
   }
   res.sendDate = false;
-  const settle = ctx.begin();
+  const inflight = ctx.begin();
+  const pageDone = ctx.archiver.expectPage(policy.series, uri);
+  const settle = () => {
+    pageDone();
+    inflight();
+  };
   const track = <T>(p: Promise<T>): Promise<T> => {
     p.finally(settle).catch(() => undefined);
     return p;

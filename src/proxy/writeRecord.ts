@@ -133,7 +133,7 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
         let page: { id: string; date: string } | null = null;
         if (link) {
           const word = link[1]!.replace(/:\d{5}$/, "");
-          page = ctx.archiver.pageRecord(series, link[2]!, 600_000);
+          page = await ctx.archiver.awaitPageRecord(series, link[2]!, 600_000);
           context = {
             kind: word === "youtube-dl" ? "video" : "screenshot",
             variant: word,
