@@ -14,6 +14,12 @@ import { Deduplicator } from "./archive/dedup.js";
 import { RunningStats } from "./control/runningStats.js";
 import { warcproxStatus } from "./control/status.js";
 import { openSqliteDedupStore } from "./dedup/sqliteStore.js";
+import { CollectionRegistry } from "./archive/collections.js";
+import { SessionRegistry } from "./archive/sessions.js";
+import { WriterRegistry } from "./archive/writers.js";
+import { summaryOf } from "./archive/sessions.js";
+import { createFacade } from "./control/facadeImpl.js";
+import type { ControlFacade } from "./control/facade.js";
 import type { DedupStore } from "./dedup/types.js";
 import { type ProxyServer, createProxyServer } from "./proxy/server.js";
 import type { ProxyContext } from "./proxy/context.js";
@@ -22,7 +28,6 @@ import { type CaStore, loadOrCreateCa } from "./tls/store.js";
 import { createConnector } from "./upstream/connector.js";
 import { recoverOpenFiles } from "./warc/recovery.js";
 import type { WarcWriter } from "./warc/types.js";
-import { createWarcWriter } from "./warc/writer.js";
 
 export interface Lathe {
   config: Config;
@@ -34,6 +39,7 @@ export interface Lathe {
   archiver: Archiver;
   writers: Map<string, WarcWriter>;
   dedupStore: DedupStore;
+  facade: ControlFacade;
   /** Graceful stop: finish in-flight captures, close and rename every file. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -64,36 +70,21 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   const ca = await loadOrCreateCa(resolve(config.certs.dir), log);
   const leaves = new LeafCache({ ca: ca.ca, leafKey: ca.leafKey, caCertPem: ca.caCertPem, maxEntries: config.certs.leafCacheSize });
 
-  const writers = new Map<string, WarcWriter>();
   let port = config.proxy.port;
-  const writerFor = (prefix: string): WarcWriter => {
-    let w = writers.get(prefix);
-    if (!w) {
-      const c = config.warc;
-      w = createWarcWriter({
-        dir: warcDir,
-        prefix,
-        template: c.filenameTemplate,
-        gzip: c.gzip,
-        gzipLevel: c.gzipLevel,
-        skipLength: c.gzipSkipLength,
-        version: c.version,
-        digest: c.digest,
-        maxFileBytes: c.maxFileBytes,
-        idleRolloverMs: c.idleRolloverMs,
-        durability: c.durability,
-        warcinfo: config.warcinfo,
-        software: `lathe/${VERSION}`,
-        port,
-        clock,
-        ids,
-        log,
-        spoolDir: config.capture.spoolDir ?? undefined,
-      });
-      writers.set(prefix, w);
-    }
-    return w;
-  };
+  const collections = new CollectionRegistry(join(warcDir, "lathe-state.sqlite3"), config);
+  const sessions = new SessionRegistry();
+  const writerRegistry = new WriterRegistry({
+    config,
+    warcDir,
+    software: `lathe/${VERSION}`,
+    clock,
+    ids,
+    log,
+    port: () => port,
+    defaults: () => collections.get("default")!,
+  });
+  const writers = writerRegistry.map;
+  const writerFor = writerRegistry.writerFor;
   const dedup = new Deduplicator(dedupStore, log);
   const archiver = new Archiver({ writerFor, dedup, dedupPolicy: config.dedup, ids, version: config.warc.version, digest: config.warc.digest, log });
   const connector = createConnector(config.upstream);
@@ -115,7 +106,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   let nextExchange = 0;
   let idleWaiters: Array<() => void> = [];
   const startedAt = new Date();
-  const warcBytes = () => [...writers.values()].reduce((n, w) => n + w.state().bytesWritten, 0);
+  const warcBytes = () => writerRegistry.all().reduce((n, w) => n + w.state().bytesWritten, 0);
   const rates = new RunningStats(() => ({ urls: archiver.stats.captures, bytes: warcBytes() }));
   const latheStatus = () => ({
     version: VERSION,
@@ -138,7 +129,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     ids,
     log,
     writerFailure: () => {
-      for (const w of writers.values()) {
+      for (const w of writerRegistry.all()) {
         const f = w.state().failed;
         if (f) {
           probeSoon(w);
@@ -147,7 +138,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
       }
       return null;
     },
-    seriesFor: () => config.warc.prefix,
+    collections,
+    sessions,
     begin: () => {
       const id = nextExchange++;
       active.set(id, Date.now());
@@ -167,7 +159,48 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
         socket,
       ),
   };
-  const proxy: ProxyServer = createProxyServer(ctx, { contextFor: (name) => leaves.get(name) });
+  const leafSource = { contextFor: (name: string) => leaves.get(name) };
+  const proxy: ProxyServer = createProxyServer(ctx, leafSource);
+  const sessionServers = new Map<string, ProxyServer>();
+  const facade = createFacade({
+    version: VERSION,
+    config,
+    collections,
+    sessions,
+    writers: writerRegistry,
+    archiver,
+    clock,
+    ids,
+    caPem: ca.caCertPem,
+    async startSessionServer(session, wanted) {
+      const server = createProxyServer(ctx, leafSource, { session });
+      const addr = await server.listen(wanted, config.proxy.host);
+      sessionServers.set(session.id, server);
+      server.server.once("close", () => sessionServers.delete(session.id));
+      return { server, port: addr.port };
+    },
+    status: () => ({ ...latheStatus(), sessions: sessions.list().map((x) => summaryOf(x)), collections: collections.list().map((c) => c.name) }),
+    metrics: () => prometheus(),
+  });
+  const prometheus = () => {
+    const lines: string[] = [];
+    const metric = (name: string, help: string, type: string, samples: Array<[Record<string, string>, number]>) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, v] of samples) {
+        const l = Object.entries(labels).map(([k, x]) => `${k}="${x.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`).join(",");
+        lines.push(`${name}${l ? `{${l}}` : ""} ${v}`);
+      }
+    };
+    metric("lathe_captures_total", "Captures written (responses and revisits).", "counter", [[{}, archiver.stats.captures]]);
+    metric("lathe_revisits_total", "Captures written as revisits.", "counter", [[{}, archiver.stats.revisits]]);
+    metric("lathe_capture_failures_total", "Captures that could not be written.", "counter", [[{}, archiver.stats.failed]]);
+    metric("lathe_dedup_bytes_saved_total", "Payload bytes not written again thanks to revisits.", "counter", [[{}, archiver.stats.bytesSaved]]);
+    metric("lathe_warc_bytes_written_total", "Bytes written to WARC files.", "counter", [[{}, warcBytes()]]);
+    metric("lathe_exchanges_in_flight", "Exchanges in progress.", "gauge", [[{}, active.size]]);
+    metric("lathe_sessions_open", "Recording sessions open.", "gauge", [[{}, sessions.list().length]]);
+    metric("lathe_writer_failed", "1 while the writer of a series cannot write.", "gauge", writerRegistry.all().length ? [...writerRegistry.map.entries()].map(([series, w]) => [{ series }, w.state().failed ? 1 : 0]) : [[{}, 0]]);
+    return lines.join("\n") + "\n";
+  };
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -184,11 +217,14 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     archiver,
     writers,
     dedupStore,
+    facade,
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         await proxy.close(graceMs);
         connector.destroy();
-        await Promise.all([...writers.values()].map((w) => w.close()));
+        await Promise.all([...sessionServers.values()].map((p) => p.close(graceMs)));
+        await writerRegistry.closeAll();
+        collections.close();
         rates.stop();
         dedupStore.close();
         log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });

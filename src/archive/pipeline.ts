@@ -23,6 +23,10 @@ export interface CompletedExchange {
   tap: SocketTap;
   /** Output series (WARC prefix). */
   series: string;
+  /** WARC version of the collection (records are built for it). */
+  version?: WarcVersion;
+  /** The collection the capture belongs to (the writer of its series takes its warcinfo). */
+  collection?: import("./collections.js").Collection;
   /** This request's dedup policy (Warcprox-Meta / collection), else the archiver's default. */
   dedupPolicy?: DedupPolicy;
   /** false (Warcprox-Meta `dedup-ok: false`): never remembered as a dedup original. */
@@ -37,7 +41,7 @@ export type CaptureOutcome =
   | { kind: "failed"; error: ProxyError };
 
 export interface ArchiverOptions {
-  writerFor(series: string): WarcWriter;
+  writerFor(series: string, collection?: import("./collections.js").Collection): WarcWriter;
   dedup: Deduplicator | null;
   dedupPolicy: DedupPolicy;
   ids: IdSource;
@@ -81,7 +85,7 @@ export class Archiver {
       const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, ex.dedupPolicy ?? this.#o.dedupPolicy) : null;
       settle = decision?.settle ?? null;
       const group = this.#build(ex, decision?.revisit ?? null);
-      const writer = this.#o.writerFor(ex.series);
+      const writer = this.#o.writerFor(ex.series, ex.collection);
       const tlsPending = group.some((r) => r.type === "metadata");
       if (tlsPending) ex.tap.tlsRecordedFor.add(ex.series);
       let records: WrittenRecord[];
@@ -159,14 +163,15 @@ export class Archiver {
   }
 
   /** Write one record that is a group of its own (pushed resources). */
-  async writeAlone(series: string, draft: RecordDraft): Promise<WrittenRecord> {
-    const [w] = await this.#o.writerFor(series).write([draft]);
+  async writeAlone(series: string, draft: RecordDraft, collection?: import("./collections.js").Collection): Promise<WrittenRecord> {
+    const [w] = await this.#o.writerFor(series, collection).write([draft]);
     this.stats.records++;
     return w!;
   }
 
   #build(ex: CompletedExchange, revisit: RevisitOf | null): RecordDraft[] {
-    const { version, digest } = this.#o;
+    const { digest } = this.#o;
+    const version = ex.version ?? this.#o.version;
     const tls = ex.tap.tls;
     const protocols = [httpToken(ex.response.startLine)];
     if (tls?.protocol) protocols.push(tls.protocol);

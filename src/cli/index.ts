@@ -1,10 +1,14 @@
 /**
- * `lathe index --dedup-db FILE [--bucket NAME] WARC...` (issue "Deduplication", "Building the
- * dedup index outside a crawl"): load existing WARC files — lathe's and other tools' — into the
- * dedup store, with a progress bar on a terminal (stderr) and a summary on stdout.
- * Exit 0 when every file loaded cleanly, 1 when some file had errors (the rest still loads),
- * 2 on usage errors. `--cdxj`, `--cdx11`, `--output` and `--merge` are reserved for the CDXJ
- * indexer (issue "CDXJ index") and refused for now.
+ * `lathe index`, three modes:
+ * - `--dedup-db FILE [--bucket NAME] WARC...` (issue "Deduplication", "Building the dedup index
+ *   outside a crawl"): load existing WARC files — lathe's and other tools' — into the dedup
+ *   store, with a summary on stdout.
+ * - `--cdxj|--cdx11 [--output FILE] WARC...` (issue "CDXJ index"): the sorted CDXJ (or classic
+ *   11-field CDX) index of the files, as `cdxj-indexer --sort --post-append` writes it, to
+ *   stdout or FILE.
+ * - `--merge [--output FILE] INDEX...`: merge sorted index files into one, streaming.
+ * A progress bar on a terminal (stderr) in every mode. Exit 0 when everything was read cleanly,
+ * 1 when some file had errors (the rest is still loaded / indexed), 2 on usage errors.
  */
 import { parseArgs } from "node:util";
 import { errorMessage } from "../core/errors.js";
@@ -12,12 +16,21 @@ import { createLogger, type Logger } from "../core/log.js";
 import { importWarcs, SKIP_REASONS, type ImportProgress, type ImportSummary, type SkipReason } from "../dedup/importer.js";
 import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
 import type { DedupStore } from "../dedup/types.js";
+import { buildIndex, mergeIndexes, writeLinesTo, writeLinesToFile, type BuildProgress, type MergeProgress } from "../index/build.js";
+import type { WarcReadProblem } from "../warc/reader.js";
 
 export const INDEX_HELP = `lathe index --dedup-db FILE [--bucket NAME] WARC...
                         load existing WARC files (lathe's and other tools') into the dedup index
   --dedup-db FILE  dedup database (SQLite; created when missing)
   --bucket NAME    bucket the entries go to (default "default")
-  exit status: 0 all loaded, 1 some file had errors (the rest was loaded), 2 usage error
+lathe index --cdxj|--cdx11 [--output FILE] WARC...
+                        write the sorted CDXJ (or classic 11-field CDX) index of WARC files
+  --cdxj           CDXJ lines, as cdxj-indexer --sort --post-append writes them
+  --cdx11          classic CDX, 11 fields (CDX N b a m s k r M S V g)
+  -o, --output FILE  write to FILE (replaced when complete) instead of stdout
+lathe index --merge [--output FILE] INDEX...
+                        merge sorted CDXJ/CDX files into one sorted index (streaming)
+  exit status: 0 all read cleanly, 1 some file had errors (the rest was used), 2 usage error
 `;
 
 export interface IndexIo {
@@ -31,8 +44,6 @@ export interface IndexIo {
   openStore(path: string, log: Logger): DedupStore;
   log: Logger;
 }
-
-const RESERVED = ["cdxj", "cdx11", "merge", "output"] as const;
 
 export async function indexCommand(argv: string[], out: (s: string) => void, io: Partial<IndexIo> = {}): Promise<number> {
   const err = io.err ?? ((s: string) => void process.stderr.write(s));
@@ -64,9 +75,19 @@ export async function indexCommand(argv: string[], out: (s: string) => void, io:
     out(INDEX_HELP);
     return 0;
   }
-  for (const r of RESERVED) if (values[r] !== undefined) return usage(`--${r} is not available yet (CDXJ indexing comes with the CDXJ issue); this command loads the dedup index: --dedup-db FILE`);
+  const modes = (["dedup-db", "cdxj", "cdx11", "merge"] as const).filter((m) => values[m] !== undefined);
+  if (modes.length > 1) return usage(`--${modes[0]} and --${modes[1]} do not go together`);
+  if (values.cdxj || values.cdx11 || values.merge) {
+    if (values.bucket !== undefined) return usage("--bucket goes with --dedup-db");
+    const output = values.output === undefined ? null : String(values.output);
+    if (output === "") return usage("--output needs a file name");
+    if (positionals.length === 0) return usage(values.merge ? "name at least one index file to merge" : "name at least one WARC file");
+    const run = values.merge ? { kind: "merge" as const } : { kind: "index" as const, format: values.cdx11 ? ("cdx11" as const) : ("cdxj" as const) };
+    return cdxCommand(run, positionals, output, out, err, io);
+  }
+  if (values.output !== undefined) return usage("--output goes with --cdxj, --cdx11 or --merge");
   const db = values["dedup-db"];
-  if (typeof db !== "string" || db === "") return usage("--dedup-db FILE is required");
+  if (typeof db !== "string" || db === "") return usage("--dedup-db FILE is required (or --cdxj / --cdx11 for a CDX index, --merge to merge indexes)");
   const bucket = values.bucket === undefined ? "default" : String(values.bucket);
   if (bucket === "" || /[\s\x00-\x1f]/.test(bucket)) return usage(`--bucket must be a non-empty name without spaces, got ${JSON.stringify(bucket)}`);
   if (positionals.length === 0) return usage("name at least one WARC file");
@@ -98,6 +119,39 @@ export async function indexCommand(argv: string[], out: (s: string) => void, io:
   }
   out(formatSummary(summary));
   return summary.errors.length > 0 ? 1 : 0;
+}
+
+type CdxRun = { kind: "index"; format: "cdxj" | "cdx11" } | { kind: "merge" };
+
+/** `--cdxj` / `--cdx11` / `--merge`: the lines to stdout or, atomically, to `output`. */
+async function cdxCommand(run: CdxRun, inputs: string[], output: string | null, out: (s: string) => void, err: (s: string) => void, io: Partial<IndexIo>): Promise<number> {
+  const tty = io.isTTY ?? process.stderr.isTTY === true;
+  const bar = tty ? new ProgressBar(err, io.columns || process.stderr.columns || 80) : null;
+  const problems: WarcReadProblem[] = [];
+  const report = (p: WarcReadProblem) => {
+    problems.push(p);
+    bar?.clear();
+    err(`lathe index: ${p.file} at offset ${p.offset}: ${p.reason}\n`);
+  };
+  const lines =
+    run.kind === "merge"
+      ? mergeIndexes(inputs, bar ? (p: MergeProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.bytesDone >= p.bytesTotal, [`files ${p.files}`, `lines ${p.lines}`]) : undefined)
+      : buildIndex(inputs, {
+          format: run.format,
+          onError: report,
+          ...(bar ? { onProgress: (p: BuildProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.filesDone >= p.files, [`files ${p.filesDone}/${p.files}`, `lines ${p.lines}`, ...(p.errors ? [`errors ${p.errors}`] : [])]) } : {}),
+        });
+  try {
+    if (output === null) await writeLinesTo(lines, out);
+    else await writeLinesToFile(lines, output);
+  } catch (e) {
+    bar?.clear();
+    err(`lathe index: ${errorMessage(e)}\n`);
+    return 1;
+  } finally {
+    bar?.clear();
+  }
+  return problems.length > 0 ? 1 : 0;
 }
 
 const MAX_LISTED = 100;
@@ -136,21 +190,31 @@ class ProgressBar {
   ) {}
 
   update(p: ImportProgress): void {
-    const now = Date.now();
-    if (now - this.#last < 100 && p.filesDone < p.files) return;
-    this.#last = now;
     const frac = p.bytesTotal > 0 ? Math.min(1, p.bytesDone / p.bytesTotal) : p.filesDone / Math.max(1, p.files);
-    const width = this.columns >= 100 ? 30 : this.columns >= 70 ? 20 : 10;
-    const full = Math.round(frac * width);
-    let line = `[${"#".repeat(full)}${"-".repeat(width - full)}] ${String(Math.floor(frac * 100)).padStart(3)}%`;
-    // Most useful first; what does not fit the terminal is left off.
-    for (const part of [
+    this.#render(frac, p.filesDone >= p.files, [
       `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`,
       `files ${p.filesDone}/${p.files}`,
       `entries ${p.entriesAdded}`,
       ...(p.errors ? [`errors ${p.errors}`] : []),
       `records ${p.records}`,
-    ]) {
+    ]);
+  }
+
+  /** Bytes done of a total, then `parts` (most useful first). `final` draws past the throttle. */
+  draw(done: number, total: number, final: boolean, parts: string[]): void {
+    const frac = total > 0 ? Math.min(1, done / total) : final ? 1 : 0;
+    this.#render(frac, final, [`${formatBytes(done)} of ${formatBytes(total)}`, ...parts]);
+  }
+
+  #render(frac: number, final: boolean, parts: string[]): void {
+    const now = Date.now();
+    if (now - this.#last < 100 && !final) return;
+    this.#last = now;
+    const width = this.columns >= 100 ? 30 : this.columns >= 70 ? 20 : 10;
+    const full = Math.round(frac * width);
+    let line = `[${"#".repeat(full)}${"-".repeat(width - full)}] ${String(Math.floor(frac * 100)).padStart(3)}%`;
+    // Most useful first; what does not fit the terminal is left off.
+    for (const part of parts) {
       if (line.length + 2 + part.length > this.columns - 1) break;
       line += `  ${part}`;
     }

@@ -17,6 +17,8 @@ export const ALG_NAME: Record<number, DigestAlgorithm> = { 1: "sha1", 2: "sha256
 export const DIGEST_BYTES: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
 
 const TWO32 = 0x1_0000_0000;
+/** Keys lie in [0, KEY_SPACE). */
+export const KEY_SPACE = 2 ** 47;
 
 /** murmur3's 32-bit finalizer. */
 function mix32(h: number): number {

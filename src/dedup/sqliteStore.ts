@@ -4,22 +4,31 @@
  * committed transaction; the last ones may be lost on power failure, which dedup tolerates),
  * prepared statements held in fields, a synchronous API.
  *
- * Schema version 1 (`PRAGMA user_version`, `PRAGMA application_id` = "ltdd"):
+ * Schema version 1 (`PRAGMA user_version`; `PRAGMA application_id` = "ltdd"):
  *
- *   entries(seq INTEGER PRIMARY KEY, bucket, alg, digest BLOB, url, date, record_id, file,
- *           offset, length, status, etag, last_modified)
- *     one row per entry, appended in `seq` order ("most recent" = highest seq); bucket and file
- *     are ids into `buckets` / `files` (a name is stored once, not 10 million times), alg is
- *     1 = sha1, 2 = sha256, record_id is 16 bytes for lathe's own `<urn:uuid:…>` ids
- *     (sqliteKeys.ts); partial index entries_file(file, offset) for removeFileTail.
- *   by_digest(key, seq) WITHOUT ROWID        key = digestKey(bucket, alg, digest)
- *   by_url(key, seq, tag) WITHOUT ROWID      key = urlKey(bucket, url), tag = digestTag(digest)
- *     the two lookup paths as compact integer-keyed B-trees (about 15 and 17 bytes an entry)
- *     instead of indexes over (bucket, alg, digest, seq) and (bucket, url, seq) (about 40 and
- *     110 bytes): at 10 million entries they stay small enough to be cached, and add() inserts
- *     into each in key order, so a bulk load touches each of their pages once per batch instead
- *     of once per entry. Every lookup verifies bucket, alg, digest and url on the row itself.
- *   meta(key, value)   created_by, requires (the lathe a newer schema needs), entries (count).
+ *   entries(seq INTEGER PRIMARY KEY, bucket, alg, digest, url, date, record_id, file, offset,
+ *           length, status, etag, last_modified)
+ *     one row per entry, appended in `seq` order ("most recent" = highest seq). bucket and file
+ *     are ids into buckets(id, name) / files(id, name), so a name is stored once, not per entry;
+ *     alg is 1 = sha1, 2 = sha256; record_id holds lathe's own `<urn:uuid:…>` ids as 16 bytes,
+ *     any other id verbatim (sqliteKeys.ts). Partial index entries_file(file, offset) serves
+ *     removeFileTail.
+ *   by_digest(key, seq), by_url(key, seq, tag): the two lookup paths, WITHOUT ROWID B-trees on
+ *     47-bit integer keys (digestKey(bucket, alg, digest), urlKey(bucket, url); tag = two more
+ *     digest bytes), about 16 bytes an entry where indexes over (bucket, alg, digest, seq) and
+ *     (bucket, url, seq) take about 40 and 110. A key only narrows the search: every lookup
+ *     checks bucket, alg, digest and url on the entry itself.
+ *   by_digest_new, by_url_new: the same, for recent entries (a small log-structured level).
+ *     Random keys make every B-tree insert land on a different page, so with 10 million entries
+ *     a batch of 100,000 would rewrite nearly all of by_digest and by_url (hundreds of MB of WAL).
+ *     New entries go to the small *_new trees instead (sorted, which keeps them cache-hot), and
+ *     each add() moves the entries of one key range — the next slice of key space after a
+ *     persistent cursor, about as many as it added — into the big trees, in key order, touching
+ *     only that slice of their pages. For any one key every entry in *_new is newer than every
+ *     entry in the big tree, so lookups read *_new first, then the big tree.
+ *   state(entries, staged_digest, staged_url, cursor_digest, cursor_url): one row, counters and
+ *     cursors, updated in the same transaction as the entries.
+ *   meta(key, value): created_by, and `requires` (the lathe a newer schema needs).
  *
  * Opening never resets or rewrites a database it does not recognise: a file that is not SQLite,
  * a SQLite file that is not a lathe dedup database, a damaged one, or one with a newer schema
@@ -38,6 +47,7 @@ import {
   DIGEST_BYTES,
   digestKey,
   digestTag,
+  KEY_SPACE,
   packRecordId,
   unpackRecordId,
   urlKey,
@@ -54,10 +64,24 @@ export interface SqliteDedupStoreOptions {
   readonly?: boolean;
   /** SQLite page cache in MiB (default 32). Bulk loads of millions of entries want ~512. */
   cacheMiB?: number;
+  /**
+   * Tuning (tests use small values): entries kept in the *_new trees before add() starts moving
+   * them to the big ones; the bound actually used is max(this, entries / 8). Default 65536.
+   */
+  stagedMin?: number;
 }
 
 const SCHEMA = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE state(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  entries INTEGER NOT NULL,
+  staged_digest INTEGER NOT NULL,
+  staged_url INTEGER NOT NULL,
+  cursor_digest INTEGER NOT NULL,
+  cursor_url INTEGER NOT NULL
+);
+INSERT INTO state VALUES (1, 0, 0, 0, 0, 0);
 CREATE TABLE buckets(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE files(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE entries(
@@ -77,9 +101,11 @@ CREATE TABLE entries(
 );
 CREATE INDEX entries_file ON entries(file, offset) WHERE file IS NOT NULL;
 CREATE TABLE by_digest(key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY(key, seq)) WITHOUT ROWID;
+CREATE TABLE by_digest_new(key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY(key, seq)) WITHOUT ROWID;
 CREATE TABLE by_url(key INTEGER NOT NULL, seq INTEGER NOT NULL, tag INTEGER NOT NULL, PRIMARY KEY(key, seq)) WITHOUT ROWID;
+CREATE TABLE by_url_new(key INTEGER NOT NULL, seq INTEGER NOT NULL, tag INTEGER NOT NULL, PRIMARY KEY(key, seq)) WITHOUT ROWID;
 `;
-const TABLES = ["meta", "buckets", "files", "entries", "by_digest", "by_url"];
+const TABLES = ["meta", "state", "buckets", "files", "entries", "by_digest", "by_digest_new", "by_url", "by_url_new"];
 
 const COLUMNS = `e.seq, e.alg, e.digest, e.url, e.date, e.record_id AS recordId, f.name AS filename,
   e.offset, e.length, e.status, e.etag, e.last_modified AS lastModified`;
@@ -99,22 +125,27 @@ interface Row {
   lastModified: string | null;
 }
 
+interface State {
+  entries: number;
+  staged_digest: number;
+  staged_url: number;
+  cursor_digest: number;
+  cursor_url: number;
+}
+
 type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
 
 const SQLITE_MAGIC = "SQLite format 3\0";
-/** Entries sorted before they go into by_digest / by_url (smaller batches: as they come). */
+/** Batches at least this large are sorted by key before they go into the *_new trees. */
 const SORT_MIN = 64;
 /** Sort chunk: the batch index takes the low 20 bits of the sort value. */
 const SORT_CHUNK = 1 << 20;
 const CACHE_LIMIT = 10_000;
-
-function sqliteCode(e: unknown): string {
-  return systemCode(e) ?? "";
-}
+const STAGED_MIN = 65_536;
 
 /** What to tell the operator about a database problem, by SQLite error code. */
 function describe(path: string, e: unknown): ProxyError {
-  const code = sqliteCode(e);
+  const code = systemCode(e) ?? "";
   const why = errorMessage(e);
   if (code === "SQLITE_NOTADB") {
     return new ProxyError("ERR_CONFIG", `dedup database ${path} is not a SQLite database (${why}); lathe leaves it untouched: move it away or set dedup.dbPath to another file`, e);
@@ -130,9 +161,7 @@ function describe(path: string, e: unknown): ProxyError {
     return new ProxyError("ERR_CONFIG", `cannot open dedup database ${path} for ${code.startsWith("SQLITE_READONLY") ? "writing" : "reading"} (${why}): check that it exists and its permissions`, e);
   }
   if (code === "SQLITE_FULL") return new ProxyError("ERR_CONFIG", `dedup database ${path}: the disk is full (${why})`, e);
-  if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY")) {
-    return new ProxyError("ERR_CONFIG", `dedup database ${path} is locked by another process for too long (${why})`, e);
-  }
+  if (code.startsWith("SQLITE_BUSY")) return new ProxyError("ERR_CONFIG", `dedup database ${path} stayed locked by another process for 5 s (${why})`, e);
   return new ProxyError("ERR_INTERNAL", `dedup database ${path}: ${why}${code ? ` (${code})` : ""}`, e);
 }
 
@@ -173,18 +202,18 @@ function checkInt(v: unknown, name: string, i: number): void {
   }
 }
 
-function checkEntry(e: DedupEntry, i: number): number {
+function checkEntry(e: DedupEntry, i: number): void {
   if (typeof e.bucket !== "string" || e.bucket === "") throw new ProxyError("ERR_INTERNAL", `dedup entry ${i}: bucket must be a non-empty string`);
   if (typeof e.url !== "string" || typeof e.date !== "string") throw new ProxyError("ERR_INTERNAL", `dedup entry ${i}: url and date must be strings`);
   checkInt(e.offset, "offset", i);
   checkInt(e.length, "length", i);
   checkInt(e.status, "status", i);
-  return checkDigest(e.digest, `dedup entry ${i}`);
+  checkDigest(e.digest, `dedup entry ${i}`);
 }
 
 /**
- * Sort `n` keys (47-bit) and call `each(i)` in key order. Keys are sorted on their top 33 bits
- * with the index in the low 20 (a Float64Array sorts natively, without a comparator).
+ * Call `each(i)` for i < n in the order of keys[i] (47-bit). Sorted on the keys' top 33 bits with
+ * the index in the low 20, which a Float64Array sorts natively, without a comparator.
  */
 function inKeyOrder(keys: Float64Array, n: number, each: (i: number) => void): void {
   if (n < SORT_MIN) {
@@ -201,8 +230,8 @@ function inKeyOrder(keys: Float64Array, n: number, each: (i: number) => void): v
 }
 
 /**
- * Inserts rows `ROWS` at a time with one multi-row INSERT (one call into SQLite instead of
- * `ROWS`), the rest one by one. Callers write a row's values into `p` from the offset `slot()`
+ * Inserts rows `rows` at a time with one multi-row INSERT (one call into SQLite instead of
+ * `rows`), the rest one by one. Callers write a row's values into `p` from the offset `slot()`
  * returns, then call `finish()`.
  */
 class Inserter {
@@ -242,11 +271,50 @@ class Inserter {
   }
 }
 
+/** One lookup path: its big tree, its *_new tree, and moving key ranges from one to the other. */
+class KeyTree {
+  readonly #promote: Stmt<[number, number]>;
+  readonly #dropStaged: Stmt<[number, number]>;
+  readonly #delete: Stmt<[number, number]>;
+  readonly #deleteStaged: Stmt<[number, number]>;
+
+  constructor(db: Database.Database, table: string, columns: string) {
+    this.#promote = db.prepare(`INSERT INTO ${table}(${columns}) SELECT ${columns} FROM ${table}_new WHERE key >= ? AND key < ? ORDER BY key, seq`);
+    this.#dropStaged = db.prepare(`DELETE FROM ${table}_new WHERE key >= ? AND key < ?`);
+    this.#delete = db.prepare(`DELETE FROM ${table} WHERE key = ? AND seq = ?`);
+    this.#deleteStaged = db.prepare(`DELETE FROM ${table}_new WHERE key = ? AND seq = ?`);
+  }
+
+  /**
+   * Move the staged entries of the next key range after `cursor` to the big tree: a slice of key
+   * space expected to hold `want` of the `staged` entries. Returns [moved, new cursor].
+   */
+  promote(cursor: number, staged: number, want: number): [number, number] {
+    const width = Math.min(KEY_SPACE, Math.ceil((KEY_SPACE * want) / staged));
+    let moved = 0;
+    const end = cursor + width;
+    const ranges: Array<[number, number]> = end <= KEY_SPACE ? [[cursor, end]] : [[cursor, KEY_SPACE], [0, end - KEY_SPACE]];
+    for (const [a, b] of ranges) {
+      this.#promote.run(a, b);
+      moved += this.#dropStaged.run(a, b).changes;
+    }
+    return [moved, end % KEY_SPACE];
+  }
+
+  /** Remove one entry's row, wherever it is; true when it was staged. */
+  remove(key: number, seq: number): boolean {
+    if (this.#deleteStaged.run(key, seq).changes) return true;
+    this.#delete.run(key, seq);
+    return false;
+  }
+}
+
 class SqliteDedupStore implements DedupStore {
   readonly #path: string;
-  readonly #db: Database.Database;
   readonly #readonly: boolean;
+  readonly #stagedMin: number;
   #closed = false;
+  readonly #db: Database.Database;
   /** name → id, for names known to exist (ids are never reused or changed). */
   readonly #bucketIds = new Map<string, number>();
   readonly #fileIds = new Map<string, number>();
@@ -256,57 +324,60 @@ class SqliteDedupStore implements DedupStore {
   readonly #fileId: Stmt<[string], number>;
   readonly #insFile: Stmt<[string]>;
   readonly #maxSeq: Stmt<[], number | null>;
-  readonly #insEntries: Inserter;
-  readonly #insByDigest: Inserter;
-  readonly #insByUrl: Inserter;
-  readonly #byDigest: Stmt<[number, number, number, Buffer], Row>;
-  readonly #byUrlAndDigest: Stmt<[number, number, number, string, number, Buffer], Row>;
-  readonly #byUrl: Stmt<[number, number, string, number], Row>;
+  readonly #state: Stmt<[], State>;
+  readonly #setState: Stmt<[number, number, number, number, number]>;
+  readonly #entries: Stmt<[], number>;
+  readonly #insEntries: Inserter | null;
+  readonly #insByDigest: Inserter | null;
+  readonly #insByUrl: Inserter | null;
+  readonly #digestTree: KeyTree | null;
+  readonly #urlTree: KeyTree | null;
+  /** [staged, big] each */
+  readonly #byDigest: Array<Stmt<[number, number, number, Buffer], Row>>;
+  readonly #byUrlAndDigest: Array<Stmt<[number, number, number, string, number, Buffer], Row>>;
+  readonly #byUrl: Array<Stmt<[number, number, string, number], Row>>;
   readonly #tail: Stmt<[number, number], { seq: number; bucket: number; alg: number; digest: Buffer; url: string }>;
-  readonly #delByDigest: Stmt<[number, number]>;
-  readonly #delByUrl: Stmt<[number, number]>;
   readonly #delTail: Stmt<[number, number]>;
-  readonly #count: Stmt<[], number>;
-  readonly #addCount: Stmt<[number]>;
   readonly #add: Database.Transaction<(entries: DedupEntry[]) => void>;
   readonly #removeTail: Database.Transaction<(file: number, from: number) => number>;
 
-  constructor(path: string, db: Database.Database, readonly: boolean) {
+  constructor(path: string, db: Database.Database, readonly: boolean, stagedMin: number) {
     this.#path = path;
     this.#db = db;
     this.#readonly = readonly;
+    this.#stagedMin = stagedMin;
     this.#bucketId = db.prepare<[string], number>("SELECT id FROM buckets WHERE name = ?").pluck();
     this.#insBucket = db.prepare("INSERT INTO buckets(name) VALUES (?)");
     this.#fileId = db.prepare<[string], number>("SELECT id FROM files WHERE name = ?").pluck();
     this.#insFile = db.prepare("INSERT INTO files(name) VALUES (?)");
     this.#maxSeq = db.prepare<[], number | null>("SELECT max(seq) FROM entries").pluck();
-    if (!readonly) {
+    this.#state = db.prepare<[], State>("SELECT entries, staged_digest, staged_url, cursor_digest, cursor_url FROM state WHERE id = 1");
+    this.#setState = db.prepare("UPDATE state SET entries = ?, staged_digest = ?, staged_url = ?, cursor_digest = ?, cursor_url = ? WHERE id = 1");
+    this.#entries = db.prepare<[], number>("SELECT entries FROM state WHERE id = 1").pluck();
+    if (readonly) {
+      this.#insEntries = this.#insByDigest = this.#insByUrl = null;
+      this.#digestTree = this.#urlTree = null;
+    } else {
       const cols = ["seq", "bucket", "alg", "digest", "url", "date", "record_id", "file", "offset", "length", "status", "etag", "last_modified"];
       this.#insEntries = new Inserter(db, "entries", cols, 64);
-      this.#insByDigest = new Inserter(db, "by_digest", ["key", "seq"], 256);
-      this.#insByUrl = new Inserter(db, "by_url", ["key", "seq", "tag"], 256);
-    } else {
-      this.#insEntries = this.#insByDigest = this.#insByUrl = null as unknown as Inserter;
+      this.#insByDigest = new Inserter(db, "by_digest_new", ["key", "seq"], 256);
+      this.#insByUrl = new Inserter(db, "by_url_new", ["key", "seq", "tag"], 256);
+      this.#digestTree = new KeyTree(db, "by_digest", "key, seq");
+      this.#urlTree = new KeyTree(db, "by_url", "key, seq, tag");
     }
-    // CROSS JOIN: walk the key's entries newest first, read each row until one really matches.
-    this.#byDigest = db.prepare(
-      `SELECT ${COLUMNS} FROM by_digest k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file
-       WHERE k.key = ? AND e.bucket = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`,
+    // CROSS JOIN: walk the key's rows newest first, read each entry until one really matches.
+    const from = (t: string) => `FROM ${t} k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file`;
+    this.#byDigest = ["by_digest_new", "by_digest"].map((t) =>
+      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND e.bucket = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`),
     );
-    this.#byUrlAndDigest = db.prepare(
-      `SELECT ${COLUMNS} FROM by_url k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file
-       WHERE k.key = ? AND k.tag = ? AND e.bucket = ? AND e.url = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`,
+    this.#byUrlAndDigest = ["by_url_new", "by_url"].map((t) =>
+      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND k.tag = ? AND e.bucket = ? AND e.url = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`),
     );
-    this.#byUrl = db.prepare(
-      `SELECT ${COLUMNS} FROM by_url k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file
-       WHERE k.key = ? AND e.bucket = ? AND e.url = ? ORDER BY k.seq DESC LIMIT ?`,
+    this.#byUrl = ["by_url_new", "by_url"].map((t) =>
+      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND e.bucket = ? AND e.url = ? ORDER BY k.seq DESC LIMIT ?`),
     );
     this.#tail = db.prepare("SELECT seq, bucket, alg, digest, url FROM entries WHERE file = ? AND offset >= ?");
-    this.#delByDigest = db.prepare("DELETE FROM by_digest WHERE key = ? AND seq = ?");
-    this.#delByUrl = db.prepare("DELETE FROM by_url WHERE key = ? AND seq = ?");
     this.#delTail = db.prepare("DELETE FROM entries WHERE file = ? AND offset >= ?");
-    this.#count = db.prepare<[], number>("SELECT value FROM meta WHERE key = 'entries'").pluck();
-    this.#addCount = db.prepare("UPDATE meta SET value = value + ? WHERE key = 'entries'");
     this.#add = db.transaction((entries: DedupEntry[]) => this.#addTx(entries));
     this.#removeTail = db.transaction((file: number, from: number) => this.#removeTailTx(file, from));
   }
@@ -362,7 +433,8 @@ class SqliteDedupStore implements DedupStore {
       const b = this.#lookupBucket(bucket);
       if (b === undefined) return null;
       const bytes = asBuffer(digest.bytes);
-      const r = this.#byDigest.get(digestKey(b, alg, bytes), b, alg, bytes);
+      const key = digestKey(b, alg, bytes);
+      const r = this.#byDigest[0]!.get(key, b, alg, bytes) ?? this.#byDigest[1]!.get(key, b, alg, bytes);
       return r ? this.#toEntry(bucket, r) : null;
     });
   }
@@ -373,7 +445,9 @@ class SqliteDedupStore implements DedupStore {
       const b = this.#lookupBucket(bucket);
       if (b === undefined) return null;
       const bytes = asBuffer(digest.bytes);
-      const r = this.#byUrlAndDigest.get(urlKey(b, url), digestTag(bytes), b, url, alg, bytes);
+      const key = urlKey(b, url);
+      const tag = digestTag(bytes);
+      const r = this.#byUrlAndDigest[0]!.get(key, tag, b, url, alg, bytes) ?? this.#byUrlAndDigest[1]!.get(key, tag, b, url, alg, bytes);
       return r ? this.#toEntry(bucket, r) : null;
     });
   }
@@ -383,7 +457,10 @@ class SqliteDedupStore implements DedupStore {
     return this.#guard(() => {
       const b = limit === 0 ? undefined : this.#lookupBucket(bucket);
       if (b === undefined) return [];
-      return this.#byUrl.all(urlKey(b, url), b, url, limit).map((r) => this.#toEntry(bucket, r));
+      const key = urlKey(b, url);
+      const rows = this.#byUrl[0]!.all(key, b, url, limit);
+      if (rows.length < limit) rows.push(...this.#byUrl[1]!.all(key, b, url, limit - rows.length));
+      return rows.map((r) => this.#toEntry(bucket, r));
     });
   }
 
@@ -403,31 +480,36 @@ class SqliteDedupStore implements DedupStore {
     });
   }
 
+  #bucketFor(name: string): number {
+    let b = this.#lookupBucket(name);
+    if (b === undefined) {
+      b = Number(this.#insBucket.run(name).lastInsertRowid);
+      this.#remember(this.#bucketIds, name, b);
+    }
+    return b;
+  }
+
+  #fileFor(name: string): number {
+    let f = this.#fileIds.get(name);
+    if (f === undefined) {
+      f = this.#fileId.get(name) ?? Number(this.#insFile.run(name).lastInsertRowid);
+      this.#remember(this.#fileIds, name, f);
+    }
+    return f;
+  }
+
   #addTx(entries: DedupEntry[]): void {
     const n = entries.length;
     const first = (this.#maxSeq.get() ?? 0) + 1;
     const dkeys = new Float64Array(n);
     const ukeys = new Float64Array(n);
     const tags = new Uint16Array(n);
-    const rows = this.#insEntries;
+    const rows = this.#insEntries!;
     const p = rows.p;
     rows.reset();
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
-      let b = this.#bucketIds.get(e.bucket) ?? this.#lookupBucket(e.bucket);
-      if (b === undefined) {
-        b = Number(this.#insBucket.run(e.bucket).lastInsertRowid);
-        this.#remember(this.#bucketIds, e.bucket, b);
-      }
-      let f: number | null = null;
-      const filename = e.filename;
-      if (filename !== null && filename !== undefined) {
-        f = this.#fileIds.get(filename) ?? null;
-        if (f === null) {
-          f = this.#fileId.get(filename) ?? Number(this.#insFile.run(filename).lastInsertRowid);
-          this.#remember(this.#fileIds, filename, f);
-        }
-      }
+      const b = this.#bucketIds.get(e.bucket) ?? this.#bucketFor(e.bucket);
       const alg = ALG_CODE[e.digest.alg];
       const bytes = asBuffer(e.digest.bytes);
       const at = rows.slot();
@@ -438,7 +520,7 @@ class SqliteDedupStore implements DedupStore {
       p[at + 4] = e.url;
       p[at + 5] = e.date;
       p[at + 6] = packRecordId(e.recordId ?? null);
-      p[at + 7] = f;
+      p[at + 7] = e.filename === null || e.filename === undefined ? null : this.#fileFor(e.filename);
       p[at + 8] = e.offset ?? null;
       p[at + 9] = e.length ?? null;
       p[at + 10] = e.status ?? null;
@@ -449,7 +531,7 @@ class SqliteDedupStore implements DedupStore {
       tags[i] = digestTag(bytes);
     }
     rows.finish();
-    const byDigest = this.#insByDigest;
+    const byDigest = this.#insByDigest!;
     const pd = byDigest.p;
     byDigest.reset();
     inKeyOrder(dkeys, n, (i) => {
@@ -458,7 +540,7 @@ class SqliteDedupStore implements DedupStore {
       pd[at + 1] = first + i;
     });
     byDigest.finish();
-    const byUrl = this.#insByUrl;
+    const byUrl = this.#insByUrl!;
     const pu = byUrl.p;
     byUrl.reset();
     inKeyOrder(ukeys, n, (i) => {
@@ -468,12 +550,28 @@ class SqliteDedupStore implements DedupStore {
       pu[at + 2] = tags[i];
     });
     byUrl.finish();
-    this.#addCount.run(n);
+
+    // keep the *_new trees near their bound: promote as many entries as are over it
+    const s = this.#state.get()!;
+    const entriesNow = s.entries + n;
+    const bound = Math.max(this.#stagedMin, Math.ceil(entriesNow / 8));
+    let [stagedD, cursorD, stagedU, cursorU] = [s.staged_digest + n, s.cursor_digest, s.staged_url + n, s.cursor_url];
+    if (stagedD > bound) {
+      const [moved, next] = this.#digestTree!.promote(cursorD, stagedD, stagedD - bound);
+      stagedD -= moved;
+      cursorD = next;
+    }
+    if (stagedU > bound) {
+      const [moved, next] = this.#urlTree!.promote(cursorU, stagedU, stagedU - bound);
+      stagedU -= moved;
+      cursorU = next;
+    }
+    this.#setState.run(entriesNow, stagedD, stagedU, cursorD, cursorU);
   }
 
   removeFileTail(filename: string, fromOffset: number): number {
     this.#writable();
-    if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw new ProxyError("ERR_INTERNAL", `removeFileTail: bad offset ${fromOffset}`);
+    if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw new ProxyError("ERR_INTERNAL", `removeFileTail: offset must be a non-negative integer, got ${fromOffset}`);
     return this.#guard(() => {
       const f = this.#fileIds.get(filename) ?? this.#fileId.get(filename);
       if (f === undefined) return 0;
@@ -482,17 +580,19 @@ class SqliteDedupStore implements DedupStore {
   }
 
   #removeTailTx(file: number, from: number): number {
+    const s = this.#state.get()!;
+    let [stagedD, stagedU] = [s.staged_digest, s.staged_url];
     for (const r of this.#tail.all(file, from)) {
-      this.#delByDigest.run(digestKey(r.bucket, r.alg, r.digest), r.seq);
-      this.#delByUrl.run(urlKey(r.bucket, r.url), r.seq);
+      if (this.#digestTree!.remove(digestKey(r.bucket, r.alg, r.digest), r.seq)) stagedD--;
+      if (this.#urlTree!.remove(urlKey(r.bucket, r.url), r.seq)) stagedU--;
     }
     const n = this.#delTail.run(file, from).changes;
-    if (n) this.#addCount.run(-n);
+    if (n) this.#setState.run(s.entries - n, stagedD, stagedU, s.cursor_digest, s.cursor_url);
     return n;
   }
 
   count(): number {
-    return this.#guard(() => this.#count.get() ?? 0);
+    return this.#guard(() => this.#entries.get() ?? 0);
   }
 
   close(): void {
@@ -511,14 +611,10 @@ class SqliteDedupStore implements DedupStore {
   }
 }
 
-function pragmaValue(db: Database.Database, name: string): unknown {
-  return db.pragma(name, { simple: true });
-}
-
-/** Why a SQLite database we did not create cannot be used, or null when it is a fresh, empty one. */
+/** Why a SQLite database cannot be used, "fresh" for an empty one, null when it is ours. */
 function checkExisting(path: string, db: Database.Database): ProxyError | "fresh" | null {
-  const appId = Number(pragmaValue(db, "application_id"));
-  const version = Number(pragmaValue(db, "user_version"));
+  const appId = Number(db.pragma("application_id", { simple: true }));
+  const version = Number(db.pragma("user_version", { simple: true }));
   const tables = db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
   if (appId === 0 && version === 0 && tables.length === 0) return "fresh";
   if (appId !== APPLICATION_ID) {
@@ -550,12 +646,18 @@ function checkExisting(path: string, db: Database.Database): ProxyError | "fresh
   return null;
 }
 
+/**
+ * Open (or create) the dedup database at `path`. Throws ProxyError("ERR_CONFIG") naming the file
+ * when it cannot be used; never resets, recreates or repairs an existing file.
+ */
 export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions = {}): DedupStore {
   const memory = path === ":memory:";
   const file = memory ? path : resolve(path);
   const readonly = opts.readonly === true;
   const cacheMiB = opts.cacheMiB ?? 32;
+  const stagedMin = opts.stagedMin ?? STAGED_MIN;
   if (!(cacheMiB > 0)) throw new ProxyError("ERR_CONFIG", `dedup cacheMiB must be positive, got ${cacheMiB}`);
+  if (!(Number.isSafeInteger(stagedMin) && stagedMin > 0)) throw new ProxyError("ERR_CONFIG", `dedup stagedMin must be a positive integer, got ${stagedMin}`);
 
   if (!memory) {
     if (!readonly) {
@@ -588,24 +690,22 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
     let state = checkExisting(file, db);
     if (state === "fresh") {
       if (readonly) throw new ProxyError("ERR_CONFIG", `dedup database ${file} is empty (opened read-only, so lathe will not create its schema)`);
-      // page size and WAL before the first table; then the schema in one transaction, re-checked
-      // inside it in case another process created it meanwhile.
-      db.pragma("page_size = 4096");
+      // WAL before the first table; then the schema in one transaction, re-checked inside it in
+      // case another process created it meanwhile.
       db.pragma("journal_mode = WAL");
       db.transaction(() => {
-        state = checkExisting(file, db);
-        if (state !== "fresh") return;
+        if (checkExisting(file, db) !== "fresh") return;
         db.exec(SCHEMA);
-        db.prepare("INSERT INTO meta(key, value) VALUES ('created_by', ?), ('entries', 0)").run(`lathe ${VERSION}`);
+        db.prepare("INSERT INTO meta(key, value) VALUES ('created_by', ?)").run(`lathe ${VERSION}`);
         db.pragma(`application_id = ${APPLICATION_ID}`);
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
         created = true;
       }).immediate();
-      if (!created) state = checkExisting(file, db);
+      state = created ? null : checkExisting(file, db);
     }
     if (state instanceof ProxyError) throw state;
     if (!readonly) {
-      const mode = String(pragmaValue(db, "journal_mode = WAL"));
+      const mode = String(db.pragma("journal_mode = WAL", { simple: true }));
       if (mode !== "wal" && !memory) opts.log?.warn("dedup-db-not-wal", { path: file, journalMode: mode });
       db.pragma("synchronous = NORMAL");
       db.pragma("journal_size_limit = 67108864");
@@ -613,7 +713,7 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
     db.pragma(`cache_size = -${Math.round(cacheMiB * 1024)}`);
     db.pragma("temp_store = MEMORY");
     for (const p of (process.env.LATHE_DEDUP_PRAGMAS ?? "").split(";").filter(Boolean)) db.pragma(p); // TEMP experiment
-    const store = new SqliteDedupStore(file, db, readonly);
+    const store = new SqliteDedupStore(file, db, readonly, stagedMin);
     opts.log?.info("dedup-db-open", { path: file, entries: store.count(), created, readonly });
     return store;
   } catch (e) {

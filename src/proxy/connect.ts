@@ -6,6 +6,7 @@ import type { ProxyContext } from "./context.js";
 import { refusal } from "./exchange.js";
 import { sendPlainOnSocket } from "./respond.js";
 import { parseConnectTarget } from "./target.js";
+import { markSession, sessionOf } from "./sessionOf.js";
 
 /** Where the requests arriving on a tunnel go: the CONNECT target. */
 export interface TunnelTarget {
@@ -55,6 +56,13 @@ export function handleConnect(
     sendPlainOnSocket(socket, refused.status, refused.message);
     return;
   }
+  // Credentials on the CONNECT select the session of every request inside the tunnel.
+  const session = sessionOf(ctx, req);
+  if (session === "invalid") {
+    socket.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="lathe"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    return;
+  }
+  markSession(socket, session);
   socket.setNoDelay(true);
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   const timer = setTimeout(() => {
@@ -93,6 +101,7 @@ export function handleConnect(
         tlsSocket.destroy();
       });
       markTunnel(tlsSocket, { scheme: "https", ...target });
+      markSession(tlsSocket, session);
       servers.https.emit("connection", tlsSocket);
     } else {
       clearTimeout(timer);

@@ -15,8 +15,8 @@ export interface ProxyContext {
   log: Logger;
   /** Why captures cannot be written right now, or null when the writer is healthy. */
   writerFailure(): ProxyError | null;
-  /** Output series for a request (the collection's prefix; warcprox's warc-prefix later). */
-  seriesFor(): string;
+  collections: import("../archive/collections.js").CollectionRegistry;
+  sessions: import("../archive/sessions.js").SessionRegistry;
   /** Mark an exchange as in flight; call the returned function when it is archived or abandoned. */
   begin(): () => void;
   /** Resolves when no exchange is in flight (graceful shutdown). */

@@ -10,6 +10,7 @@ import type { ProxyContext } from "./context.js";
 import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
 import { sendPlain } from "./respond.js";
 import { type RequestPolicy, filteredOut, requestPolicy } from "./requestPolicy.js";
+import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
 import { WarcproxMetaError } from "../control/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
@@ -127,11 +128,25 @@ async function archiveExchange(
     response,
     tap: caps.tap,
     series: policy.series,
+    version: policy.collection.warcVersion,
+    collection: policy.collection,
     dedupPolicy: policy.dedupPolicy,
     dedupOk: policy.dedupOk,
     ...(skipReason(policy, response) ? { skip: skipReason(policy, response)! } : {}),
   };
   const outcome = await ctx.archiver.archive(ex);
+  const c = policy.session?.counters;
+  if (c) {
+    if (outcome.kind === "written") {
+      c.captures++;
+      if (outcome.revisit) c.revisits++;
+      for (const r of outcome.records) {
+        c.bytes += r.length;
+        policy.session!.files.add(r.filename);
+      }
+    } else if (outcome.kind === "skipped") c.skipped++;
+    else c.failed++;
+  }
   return outcome.kind === "written";
 }
 
@@ -158,9 +173,15 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
   const method = req.method ?? "GET";
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
+  const session = sessionOf(ctx, req);
+  if (session === "invalid") {
+    req.resume();
+    sendPlain(res, 407, PROXY_AUTH_REQUIRED, ["Proxy-Authenticate", 'Basic realm="lathe"']);
+    return;
+  }
   let policy: RequestPolicy;
   try {
-    policy = requestPolicy(ctx.config, req.rawHeaders);
+    policy = requestPolicy(ctx.config, ctx.collections, req.rawHeaders, session);
   } catch (e) {
     req.resume();
     if (e instanceof WarcproxMetaError) return rejectMeta(res, e);
@@ -175,7 +196,12 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
   res.sendDate = false;
   const inflight = ctx.begin();
   const pageDone = ctx.archiver.expectPage(policy.series, uri);
+  if (policy.session) policy.session.inflight++;
+  let settled = false;
   const settle = () => {
+    if (settled) return;
+    settled = true;
+    if (policy.session) policy.session.inflight--;
     pageDone();
     inflight();
   };

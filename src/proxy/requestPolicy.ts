@@ -1,9 +1,13 @@
 import type { Config } from "../config/schema.js";
 import type { DedupPolicy } from "../archive/dedup.js";
-import { type MimeTypeFilter, type WarcproxMeta, parseWarcproxMeta } from "../control/warcproxMeta.js";
+import type { Collection, CollectionRegistry } from "../archive/collections.js";
+import type { Session } from "../archive/sessions.js";
+import { type MimeTypeFilter, type WarcproxMeta, WarcproxMetaError, parseWarcproxMeta } from "../control/warcproxMeta.js";
 
 /** What one request asks of the archive: where it goes, how it is deduplicated, what is kept. */
 export interface RequestPolicy {
+  collection: Collection;
+  session: Session | null;
   series: string;
   noArchive: boolean;
   dedupPolicy: DedupPolicy;
@@ -19,16 +23,27 @@ export function headerValues(raw: string[], name: string): string[] {
   return out;
 }
 
-/** From the configuration and the request's `Warcprox-Meta`; throws WarcproxMetaError (→ 400). */
-export function requestPolicy(config: Config, rawHeaders: string[]): RequestPolicy {
+/**
+ * The collection of a request: its session (port or credentials) > Warcprox-Meta
+ * `lathe.collection` > `default`; its series: `warc-prefix` if given, else the collection's
+ * prefix (decisions.md §4). Throws WarcproxMetaError (→ 400).
+ */
+export function requestPolicy(config: Config, collections: CollectionRegistry, rawHeaders: string[], session: Session | null): RequestPolicy {
   const meta = parseWarcproxMeta(headerValues(rawHeaders, "warcprox-meta"));
+  const name = session?.collection ?? meta?.lathe.collection ?? "default";
+  const collection = collections.get(name);
+  if (!collection) throw new WarcproxMetaError("lathe", `lathe.collection: no collection ${JSON.stringify(name)}; create it with POST /api/v1/collections`);
   const dedupPolicy: DedupPolicy = {
     ...config.dedup,
+    policy: collection.dedup.policy,
+    buckets: collection.dedup.buckets,
     ...(meta?.dedupBuckets ? { buckets: meta.dedupBuckets } : {}),
     ...(meta?.lathe.dedupPolicy ? { policy: meta.lathe.dedupPolicy } : {}),
   };
   return {
-    series: meta?.warcPrefix ?? config.warc.prefix,
+    collection,
+    session,
+    series: meta?.warcPrefix ?? collection.prefix,
     noArchive: meta?.noArchive ?? false,
     dedupPolicy,
     dedupOk: meta?.dedupOk ?? true,

@@ -22,6 +22,7 @@ export function sendPlain(res: ServerResponse, status: number, message: string, 
 const REASONS: Record<number, string> = {
   400: "Bad Request",
   403: "Forbidden",
+  407: "Proxy Authentication Required",
   408: "Request Timeout",
   431: "Request Header Fields Too Large",
   502: "Bad Gateway",

@@ -1,6 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { handleWriteRecord, isWriteRecordStart } from "./writeRecord.js";
+import { markSession } from "./sessionOf.js";
+import type { Session } from "../archive/sessions.js";
 import { ProxyError } from "../core/errors.js";
 import type { ProxyContext } from "./context.js";
 import { handleConnect, tunnelOf, type TunnelServers } from "./connect.js";
@@ -82,7 +84,8 @@ function onClientError(ctx: ProxyContext, err: Error & { code?: string }, socket
   }
 }
 
-export function createProxyServer(ctx: ProxyContext, leaves: LeafSource): ProxyServer {
+/** The main proxy port, or (with `session`) a session's own port: every connection is that session's. */
+export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: { session?: Session } = {}): ProxyServer {
   const opts = serverOptions(ctx);
   const requestHandler = (req: IncomingMessage, res: ServerResponse) => onRequest(ctx, req, res);
   const tunnels: TunnelServers = {
@@ -110,6 +113,7 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource): ProxyS
     sockets.add(s);
     s.once("close", () => sockets.delete(s));
     s.on("error", () => s.destroy());
+    if (bound.session) markSession(s, bound.session);
     s.once("data", (first: Buffer) => {
       s.pause();
       if (isWriteRecordStart(first)) {

@@ -8,6 +8,8 @@ import type { ProxyContext } from "./context.js";
 import { refusal } from "./exchange.js";
 import { forwardRequestHeaders } from "./headers.js";
 import { sendPlainOnSocket } from "./respond.js";
+import { type RequestPolicy, requestPolicy } from "./requestPolicy.js";
+import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
 import { type Target, authorityOf, targetUri } from "./target.js";
 
 /**
@@ -19,6 +21,14 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
   client.on("error", () => client.destroy());
+  const session = sessionOf(ctx, req);
+  if (session === "invalid") return sendPlainOnSocket(client, 407, PROXY_AUTH_REQUIRED);
+  let policy: RequestPolicy;
+  try {
+    policy = requestPolicy(ctx.config, ctx.collections, req.rawHeaders, session);
+  } catch (e) {
+    return sendPlainOnSocket(client, 400, `lathe: ${(e as Error).message}`);
+  }
   const refused = refusal(ctx, t.host);
   if (refused) {
     sendPlainOnSocket(client, refused.status, refused.message);
@@ -75,7 +85,10 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
       request,
       response,
       tap,
-      series: ctx.seriesFor(),
+      series: policy.series,
+      version: policy.collection.warcVersion,
+      collection: policy.collection,
+      ...(policy.noArchive ? { skip: 'Warcprox-Meta warc-prefix "-"' } : {}),
     });
   };
   upReq.on("upgrade", (_res: IncomingMessage, upSocket: Socket, upHead: Buffer) => {

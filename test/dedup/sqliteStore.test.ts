@@ -78,13 +78,20 @@ function raw<T>(path: string, fn: (db: Database.Database) => T): T {
   }
 }
 
-function tableCounts(path: string): { entries: number; byDigest: number; byUrl: number; meta: number } {
-  return raw(path, (db) => ({
-    entries: db.prepare("SELECT count(*) FROM entries").pluck().get() as number,
-    byDigest: db.prepare("SELECT count(*) FROM by_digest").pluck().get() as number,
-    byUrl: db.prepare("SELECT count(*) FROM by_url").pluck().get() as number,
-    meta: Number(db.prepare("SELECT value FROM meta WHERE key = 'entries'").pluck().get()),
-  }));
+/** Rows in each table, and the counters kept in `state`: all must agree. */
+function tableCounts(path: string): { entries: number; byDigest: number; byUrl: number; state: number } {
+  return raw(path, (db) => {
+    const count = (t: string) => db.prepare(`SELECT count(*) FROM ${t}`).pluck().get() as number;
+    const st = db.prepare("SELECT * FROM state").get() as { entries: number; staged_digest: number; staged_url: number };
+    expect(st.staged_digest).toBe(count("by_digest_new"));
+    expect(st.staged_url).toBe(count("by_url_new"));
+    return {
+      entries: count("entries"),
+      byDigest: count("by_digest") + count("by_digest_new"),
+      byUrl: count("by_url") + count("by_url_new"),
+      state: st.entries,
+    };
+  });
 }
 
 describe("SQLite dedup store: opening", () => {
@@ -303,7 +310,7 @@ describe("SQLite dedup store: entries", () => {
       expect(want.length).toBeGreaterThan(1);
       expect(s.byUrl("default", url, 100)).toEqual(want);
     });
-    expect(tableCounts(path)).toEqual({ entries: 5000, byDigest: 5000, byUrl: 5000, meta: 5000 });
+    expect(tableCounts(path)).toEqual({ entries: 5000, byDigest: 5000, byUrl: 5000, state: 5000 });
   });
 });
 
@@ -339,7 +346,7 @@ describe("SQLite dedup store: removeFileTail (recovery, warc-files.md §7 step 4
       expect(s.byDigest("default", d)).toEqual(again);
       expect(s.removeFileTail("b.warc.gz", 0)).toBe(2);
     });
-    expect(tableCounts(path)).toEqual({ entries: 4, byDigest: 4, byUrl: 4, meta: 4 });
+    expect(tableCounts(path)).toEqual({ entries: 4, byDigest: 4, byUrl: 4, state: 4 });
   });
 });
 
@@ -527,7 +534,7 @@ describe("SQLite dedup store: kill -9", () => {
       } finally {
         s.close();
       }
-      expect(tableCounts(path)).toEqual({ entries: start, byDigest: start, byUrl: start, meta: start });
+      expect(tableCounts(path)).toEqual({ entries: start, byDigest: start, byUrl: start, state: start });
       raw(path, (db) => expect(db.pragma("integrity_check", { simple: true })).toBe("ok"));
     }
   });

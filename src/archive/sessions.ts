@@ -1,0 +1,111 @@
+/**
+ * Recording sessions (decisions.md §4): a session records into one collection and is reached by
+ * its own proxy port or by Basic `Proxy-Authorization` on the main port (username = session id,
+ * password = a random token returned once). Sessions end at shutdown and are not restored.
+ */
+import { randomBytes, timingSafeEqual, createHash } from "node:crypto";
+
+export interface SessionCounters {
+  captures: number;
+  revisits: number;
+  failed: number;
+  skipped: number;
+  /** WARC bytes written for this session's captures (on-disk record lengths). */
+  bytes: number;
+}
+
+export interface Session {
+  readonly id: string;
+  readonly collection: string;
+  readonly createdAt: Date;
+  /** The dedicated proxy port, once listening. */
+  port: number | null;
+  host: string;
+  readonly counters: SessionCounters;
+  /** WARC files (final names) that hold this session's records. */
+  readonly files: Set<string>;
+  /** Exchanges in flight. */
+  inflight: number;
+  closed: boolean;
+  readonly passwordHash: Buffer;
+}
+
+export interface SessionSummary {
+  id: string;
+  collection: string;
+  createdAt: string;
+  closedAt: string | null;
+  captures: number;
+  revisits: number;
+  failed: number;
+  skipped: number;
+  bytes: number;
+  files: string[];
+}
+
+export function summaryOf(s: Session, closedAt: Date | null = null): SessionSummary {
+  return {
+    id: s.id,
+    collection: s.collection,
+    createdAt: s.createdAt.toISOString(),
+    closedAt: closedAt ? closedAt.toISOString() : null,
+    ...s.counters,
+    files: [...s.files].sort(),
+  };
+}
+
+const hash = (p: string) => createHash("sha256").update(p).digest();
+
+export class SessionRegistry {
+  readonly #byId = new Map<string, Session>();
+
+  /** A new session; the password is returned here only. */
+  create(collection: string, host: string): { session: Session; password: string } {
+    const id = `s-${randomBytes(6).toString("hex")}`;
+    const password = randomBytes(18).toString("base64url");
+    const session: Session = {
+      id,
+      collection,
+      createdAt: new Date(),
+      port: null,
+      host,
+      counters: { captures: 0, revisits: 0, failed: 0, skipped: 0, bytes: 0 },
+      files: new Set(),
+      inflight: 0,
+      closed: false,
+      passwordHash: hash(password),
+    };
+    this.#byId.set(id, session);
+    return { session, password };
+  }
+
+  get(id: string): Session | null {
+    return this.#byId.get(id) ?? null;
+  }
+
+  list(): Session[] {
+    return [...this.#byId.values()];
+  }
+
+  remove(id: string): void {
+    this.#byId.delete(id);
+  }
+
+  /**
+   * The session a `Proxy-Authorization` value selects: undefined when there is none, null when
+   * it is invalid (the caller answers 407). Compared in constant time.
+   */
+  fromProxyAuthorization(value: string | undefined): Session | null | undefined {
+    if (value === undefined) return undefined;
+    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(value);
+    if (!m) return null;
+    const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    if (colon < 0) return null;
+    const s = this.#byId.get(decoded.slice(0, colon));
+    const given = hash(decoded.slice(colon + 1));
+    // Compare even when the id is unknown, so timing says nothing about which part was wrong.
+    const ok = timingSafeEqual(given, s ? s.passwordHash : hash("\0"));
+    return s && ok && !s.closed ? s : null;
+  }
+}

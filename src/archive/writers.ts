@@ -1,0 +1,102 @@
+/**
+ * One shared writer per output series (prefix). A series takes its warcinfo, WARC version and
+ * compression from the collection whose capture first opened it; a change to that collection's
+ * metadata starts a new file (warc-files.md §5), a change of version or compression a new writer.
+ */
+import type { Config } from "../config/schema.js";
+import type { Clock } from "../core/clock.js";
+import type { IdSource } from "../core/ids.js";
+import type { Logger } from "../core/log.js";
+import type { WarcWriter } from "../warc/types.js";
+import { createWarcWriter, type WarcFileWriter } from "../warc/writer.js";
+import type { Collection, CollectionEvent } from "./collections.js";
+
+export interface WriterRegistryOptions {
+  config: Config;
+  warcDir: string;
+  software: string;
+  clock: Clock;
+  ids: IdSource;
+  log: Logger;
+  port(): number;
+  defaults(): Collection;
+  onFileClosed?(path: string): void;
+}
+
+export class WriterRegistry {
+  readonly map = new Map<string, WarcFileWriter>();
+  readonly #collectionOf = new Map<string, Collection>();
+  readonly #retired: WarcWriter[] = [];
+  readonly #o: WriterRegistryOptions;
+
+  constructor(o: WriterRegistryOptions) {
+    this.#o = o;
+  }
+
+  writerFor = (series: string, collection?: Collection): WarcWriter => {
+    let w = this.map.get(series);
+    if (!w) {
+      const coll = collection ?? this.#o.defaults();
+      const c = this.#o.config.warc;
+      w = createWarcWriter({
+        dir: this.#o.warcDir,
+        prefix: series,
+        template: c.filenameTemplate,
+        gzip: coll.gzip,
+        gzipLevel: c.gzipLevel,
+        skipLength: c.gzipSkipLength,
+        version: coll.warcVersion,
+        digest: c.digest,
+        maxFileBytes: c.maxFileBytes,
+        idleRolloverMs: c.idleRolloverMs,
+        durability: c.durability,
+        warcinfo: coll.warcinfo,
+        software: this.#o.software,
+        port: this.#o.port(),
+        clock: this.#o.clock,
+        ids: this.#o.ids,
+        log: this.#o.log,
+        spoolDir: this.#o.config.capture.spoolDir ?? undefined,
+        ...(this.#o.onFileClosed ? { onFileClosed: this.#o.onFileClosed } : {}),
+      });
+      this.map.set(series, w);
+      this.#collectionOf.set(series, coll);
+    }
+    return w;
+  };
+
+  /** Series currently written for a collection. */
+  seriesOf(name: string): string[] {
+    return [...this.#collectionOf.entries()].filter(([, c]) => c.name === name).map(([s]) => s);
+  }
+
+  /** Close the current files of a collection's series (closing a session, deleting a collection). */
+  async rolloverCollection(name: string): Promise<void> {
+    await Promise.all(this.seriesOf(name).map((s) => this.map.get(s)!.rollover()));
+  }
+
+  async onCollectionChange(e: CollectionEvent): Promise<void> {
+    const name = (e.after ?? e.before)!.name;
+    for (const series of this.seriesOf(name)) {
+      const w = this.map.get(series)!;
+      if (!e.after || e.after.warcVersion !== e.before?.warcVersion || e.after.gzip !== e.before?.gzip || e.after.prefix !== e.before?.prefix) {
+        // A new writer takes over; the old one finishes its queue and closes its file.
+        this.map.delete(series);
+        this.#collectionOf.delete(series);
+        this.#retired.push(w);
+        await w.close();
+      } else {
+        this.#collectionOf.set(series, e.after);
+        if (JSON.stringify(e.after.warcinfo) !== JSON.stringify(e.before?.warcinfo)) await w.setWarcinfo(e.after.warcinfo);
+      }
+    }
+  }
+
+  all(): WarcWriter[] {
+    return [...this.map.values(), ...this.#retired];
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.all().map((w) => w.close()));
+  }
+}

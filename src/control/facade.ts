@@ -1,0 +1,55 @@
+/**
+ * What the REST control API can ask of a running lathe. main.ts implements it; the HTTP layer
+ * (src/control/api.ts) only translates requests and answers, so it can be tested on its own.
+ */
+import type { Readable } from "node:stream";
+import type { Collection, CollectionInput, CollectionRegistry } from "../archive/collections.js";
+import type { SessionSummary } from "../archive/sessions.js";
+
+export interface SessionInfo extends SessionSummary {
+  proxy: { host: string; port: number };
+  proxyUrl: string;
+  username: string;
+  /** Only in the answer to the creation. */
+  password?: string;
+}
+
+export interface ResourceInput {
+  collection: string;
+  /** Either the full URI (`urn:view:https://…`, `screenshot:…`, any non-http(s) scheme) … */
+  uri?: string;
+  /** … or a kind (`view`, `thumbnail`, `fullPage`, `text`, `pageinfo`, `video:00001`, `annotation:<id>`, or any `[A-Za-z][A-Za-z0-9-]{0,31}`) and the page URL. */
+  kind?: string;
+  page?: string;
+  contentType: string;
+  body: Readable;
+  /** Declared length when known (Content-Length). */
+  length?: number;
+  /** The parsed `Lathe-Context` JSON (tls-and-resources.md B.2 keys), or undefined. */
+  context?: unknown;
+}
+
+export interface WrittenResource {
+  recordId: string;
+  filename: string;
+  offset: number;
+  length: number;
+  uri: string;
+}
+
+export interface ControlFacade {
+  readonly version: string;
+  collections: CollectionRegistry;
+  createCollection(input: CollectionInput): Collection;
+  updateCollection(name: string, input: CollectionInput): Promise<Collection>;
+  deleteCollection(name: string): Promise<void>;
+  openSession(input: { collection?: string; port?: number }): Promise<SessionInfo>;
+  listSessions(): SessionInfo[];
+  getSession(id: string): SessionInfo | null;
+  closeSession(id: string): Promise<SessionSummary>;
+  writeResource(input: ResourceInput): Promise<WrittenResource>;
+  status(): Record<string, unknown>;
+  /** Prometheus text exposition format. */
+  metrics(): string;
+  caPem(): string;
+}
