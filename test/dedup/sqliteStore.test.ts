@@ -314,6 +314,79 @@ describe("SQLite dedup store: entries", () => {
   });
 });
 
+describe("SQLite dedup store: recent entries moving to the big trees", () => {
+  /** What the store must answer, computed from the entries in the order they were added. */
+  class Model {
+    entries: DedupEntry[] = [];
+    #hex = (d: DigestKey) => `${d.alg}:${d.bytes.toString("hex")}`;
+    byDigest(bucket: string, d: DigestKey): DedupEntry | null {
+      return this.entries.findLast((e) => e.bucket === bucket && this.#hex(e.digest) === this.#hex(d)) ?? null;
+    }
+    byUrlAndDigest(bucket: string, url: string, d: DigestKey): DedupEntry | null {
+      return this.entries.findLast((e) => e.bucket === bucket && e.url === url && this.#hex(e.digest) === this.#hex(d)) ?? null;
+    }
+    byUrl(bucket: string, url: string, limit: number): DedupEntry[] {
+      return this.entries.filter((e) => e.bucket === bucket && e.url === url).reverse().slice(0, limit);
+    }
+  }
+
+  function check(s: DedupStore, m: Model): void {
+    expect(s.count()).toBe(m.entries.length);
+    for (const e of m.entries) {
+      expect(s.byDigest(e.bucket, e.digest)).toEqual(m.byDigest(e.bucket, e.digest));
+      expect(s.byUrlAndDigest(e.bucket, e.url, e.digest)).toEqual(m.byUrlAndDigest(e.bucket, e.url, e.digest));
+    }
+    for (let u = 0; u < 40; u++) {
+      for (const b of ["default", "b2"]) expect(s.byUrl(b, `https://m.example/${u}`, 7)).toEqual(m.byUrl(b, `https://m.example/${u}`, 7));
+    }
+  }
+
+  it("answers like a plain list of entries while entries move in small key ranges", () => {
+    const path = dbFile();
+    const m = new Model();
+    let k = 0;
+    const s = openSqliteDedupStore(path, { stagedMin: 16 });
+    try {
+      for (let batch = 0; batch < 60; batch++) {
+        const size = 1 + ((batch * 37) % 90);
+        const es: DedupEntry[] = [];
+        for (let i = 0; i < size; i++, k++) {
+          es.push(
+            entry({
+              bucket: k % 4 ? "default" : "b2",
+              url: `https://m.example/${k % 40}`,
+              digest: k % 3 ? sha1(`m ${k % 150}`) : sha256(`m ${k % 90}`),
+              filename: `m-${k % 5}.warc.gz`,
+              offset: k * 10,
+            }),
+          );
+        }
+        s.add(es);
+        m.entries.push(...es);
+      }
+      check(s, m);
+      const before = tableCounts(path);
+      expect(before.entries).toBe(m.entries.length);
+      raw(path, (db) => {
+        const big = db.prepare("SELECT (SELECT count(*) FROM by_digest), (SELECT count(*) FROM by_url)").raw().get() as number[];
+        expect(big[0]).toBeGreaterThan(0);
+        expect(big[1]).toBeGreaterThan(0);
+      });
+      // recovery: drop a file's tail, wherever its entries' keys are now
+      const cut = m.entries.length * 5;
+      const removed = s.removeFileTail("m-2.warc.gz", cut);
+      m.entries = m.entries.filter((e) => !(e.filename === "m-2.warc.gz" && e.offset! >= cut));
+      expect(removed).toBe(before.entries - m.entries.length);
+      expect(removed).toBeGreaterThan(0);
+      check(s, m);
+    } finally {
+      s.close();
+    }
+    expect(tableCounts(path)).toEqual({ entries: m.entries.length, byDigest: m.entries.length, byUrl: m.entries.length, state: m.entries.length });
+    withStore(path, (s2) => check(s2, m));
+  });
+});
+
 describe("SQLite dedup store: removeFileTail (recovery, warc-files.md §7 step 4)", () => {
   it("removes the entries at or after the offset in that file only", () => {
     const path = dbFile();
