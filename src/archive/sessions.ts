@@ -28,6 +28,14 @@ export interface Session {
   inflight: number;
   closed: boolean;
   readonly passwordHash: Buffer;
+  readonly options: SessionOptions;
+}
+
+export interface SessionOptions {
+  /** Manual sessions: show an error page instead of a site whose certificate is invalid. */
+  rejectInvalidCerts?: boolean;
+  /** Hosts (exact or `*.suffix`) refused before DNS for this session, e.g. a browser's own services. */
+  denyHosts?: string[];
 }
 
 export interface SessionSummary {
@@ -60,7 +68,7 @@ export class SessionRegistry {
   readonly #byId = new Map<string, Session>();
 
   /** A new session; the password is returned here only. */
-  create(collection: string, host: string): { session: Session; password: string } {
+  create(collection: string, host: string, options: SessionOptions = {}): { session: Session; password: string } {
     const id = `s-${randomBytes(6).toString("hex")}`;
     const password = randomBytes(18).toString("base64url");
     const session: Session = {
@@ -74,6 +82,7 @@ export class SessionRegistry {
       inflight: 0,
       closed: false,
       passwordHash: hash(password),
+      options,
     };
     this.#byId.set(id, session);
     return { session, password };

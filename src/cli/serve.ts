@@ -9,6 +9,7 @@ export const SERVE_HELP = `lathe serve [options]   run the recording proxy
   --port PORT      proxy port (default 8000)
   --dir DIR        WARC output directory (default ./warcs)
   --certs DIR      CA directory (default ./certs)
+  --control-port P  REST control API port (default 8001; -1 disables it)
   --config FILE    settings file (default ./proxy.config.json); flags override it
   --json-logs      one JSON object per log line
 `;
@@ -22,6 +23,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
       dir: { type: "string" },
       certs: { type: "string" },
       config: { type: "string" },
+      "control-port": { type: "string" },
       "json-logs": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -36,7 +38,13 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     port = Number(values.port);
     if (!/^\d+$/.test(values.port) || port > 65535) throw new ProxyError("ERR_CONFIG", `--port must be a number from 0 to 65535, got ${JSON.stringify(values.port)}`);
   }
+  let controlPort: number | undefined;
+  if (values["control-port"] !== undefined) {
+    controlPort = Number(values["control-port"]);
+    if (!/^-?\d+$/.test(values["control-port"]) || controlPort < -1 || controlPort > 65535) throw new ProxyError("ERR_CONFIG", `--control-port must be a number from -1 to 65535, got ${JSON.stringify(values["control-port"])}`);
+  }
   const overrides = {
+    control: controlPort !== undefined ? { port: controlPort } : {},
     proxy: { ...(values.host !== undefined ? { host: values.host } : {}), ...(port !== undefined ? { port } : {}) },
     warc: values.dir !== undefined ? { dir: values.dir } : {},
     certs: values.certs !== undefined ? { dir: values.certs } : {},

@@ -61,6 +61,14 @@ export interface Config {
     dir: string;
     leafCacheSize: number;
   };
+  control: {
+    /** Address of the REST control API; loopback unless a token is set. */
+    host: string;
+    /** 0 picks a free port; -1 disables the control API. */
+    port: number;
+    /** Bearer token the API requires (also from LATHE_CONTROL_TOKEN); null = none (loopback only). */
+    token: string | null;
+  };
   dedup: {
     /** off | digest (any earlier capture with the payload) | url (same URL only) | url-preferred. */
     policy: "off" | "digest" | "url" | "url-preferred";
@@ -136,6 +144,11 @@ export const DEFAULTS: Config = {
   certs: {
     dir: "./certs",
     leafCacheSize: 10_000,
+  },
+  control: {
+    host: "127.0.0.1",
+    port: 8001,
+    token: null,
   },
   dedup: {
     policy: "digest",

@@ -145,6 +145,11 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     dir: nonEmpty,
     leafCacheSize: int(1),
   },
+  control: {
+    host: nonEmpty,
+    port: int(-1, 65535),
+    token: nullableStr,
+  },
   dedup: {
     policy: oneOf("off", "digest", "url", "url-preferred"),
     dbPath: nullableStr,

@@ -95,7 +95,10 @@ export function createFacade(d: FacadeDeps): ControlFacade {
       const name = input.collection ?? "default";
       if (!d.collections.get(name)) throw noCollection(name);
       if (input.port !== undefined && (!Number.isInteger(input.port) || input.port < 0 || input.port > 65535)) throw new InputError("port", `must be a port number, got ${JSON.stringify(input.port)}`);
-      const { session, password } = d.sessions.create(name, d.config.proxy.host);
+      const { session, password } = d.sessions.create(name, d.config.proxy.host, {
+        ...(input.rejectInvalidCerts ? { rejectInvalidCerts: true } : {}),
+        ...(input.denyHosts ? { denyHosts: input.denyHosts } : {}),
+      });
       try {
         const { server, port } = await d.startSessionServer(session, input.port ?? 0);
         session.port = port;

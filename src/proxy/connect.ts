@@ -51,15 +51,15 @@ export function handleConnect(
     sendPlainOnSocket(socket, 400, `lathe: CONNECT needs host:port, got ${JSON.stringify(req.url)}`);
     return;
   }
-  const refused = refusal(ctx, target.host);
-  if (refused) {
-    sendPlainOnSocket(socket, refused.status, refused.message);
-    return;
-  }
   // Credentials on the CONNECT select the session of every request inside the tunnel.
   const session = sessionOf(ctx, req);
   if (session === "invalid") {
     socket.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="lathe"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    return;
+  }
+  const refused = refusal(ctx, target.host, session);
+  if (refused) {
+    sendPlainOnSocket(socket, refused.status, refused.message);
     return;
   }
   markSession(socket, session);

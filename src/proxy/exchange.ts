@@ -11,12 +11,16 @@ import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
 import { sendPlain } from "./respond.js";
 import { type RequestPolicy, filteredOut, requestPolicy } from "./requestPolicy.js";
 import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
+import type { Session } from "../archive/sessions.js";
 import { WarcproxMetaError } from "../control/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
 /** Why a request may not go upstream at all (checked before any DNS lookup), or null. */
-export function refusal(ctx: ProxyContext, host: string): { status: number; message: string } | null {
+export function refusal(ctx: ProxyContext, host: string, session: Session | null = null): { status: number; message: string } | null {
   const { allowHosts, denyHosts } = ctx.config.upstream;
+  if (session?.options.denyHosts?.some((p) => hostMatches(host, p))) {
+    return { status: 403, message: `lathe: ${host} is refused in this recording session (a browser service, not the web being recorded); the request was not sent` };
+  }
   if (denyHosts.some((p) => hostMatches(host, p))) {
     return { status: 403, message: `lathe: ${host} is in upstream.denyHosts; the request was not sent` };
   }
@@ -150,6 +154,22 @@ async function archiveExchange(
   return outcome.kind === "written";
 }
 
+function sendCertErrorPage(res: ServerResponse, uri: string, verdict: string): void {
+  const esc = (x: string) => x.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const body = Buffer.from(
+    `<!doctype html><html><head><meta charset="utf-8"><title>Certificate error: ${esc(verdict)}</title></head><body>` +
+      `<h1>lathe: this site's certificate is not valid</h1><p>The certificate of <code>${esc(uri)}</code> failed verification: ` +
+      `<strong>${esc(verdict)}</strong>.</p><p>Nothing was recorded. To record such sites anyway, start the session with <code>--accept-invalid-certs</code>.</p></body></html>\n`,
+  );
+  sendPlainHtml(res, 502, body);
+}
+
+function sendPlainHtml(res: ServerResponse, status: number, body: Buffer): void {
+  res.sendDate = true;
+  res.writeHead(status, ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body.length), "Cache-Control", "no-store", "X-Lathe-Error", "1"]);
+  res.end(body);
+}
+
 function skipReason(policy: RequestPolicy, response: CapturedMessage): string | null {
   if (policy.noArchive) return 'Warcprox-Meta warc-prefix "-"';
   const ct = response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value;
@@ -187,7 +207,7 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
     if (e instanceof WarcproxMetaError) return rejectMeta(res, e);
     throw e;
   }
-  const refused = refusal(ctx, t.host);
+  const refused = refusal(ctx, t.host, policy.session);
   if (refused) {
     req.resume();
     sendPlain(res, refused.status, refused.message);
@@ -264,6 +284,20 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
 
   upReq.on("response", (upRes: IncomingMessage) => {
     if (headTimer) clearTimeout(headTimer);
+    const verdict = caps.tap?.tls?.verifyResult;
+    if (policy.session?.options.rejectInvalidCerts && verdict && verdict !== "ok") {
+      // A manual session must not hide a bad certificate behind lathe's own (issue "Standalone
+      // recording session"): the person sees why, and nothing is recorded.
+      done = true;
+      clearTimers();
+      detach(caps);
+      void caps.request.discard();
+      void caps.response.discard();
+      settle();
+      upReq.destroy();
+      sendCertErrorPage(res, uri, verdict);
+      return;
+    }
     upReq.removeListener("error", fail);
     let truncation: Truncation | null = null;
     const finish = (ended: "clean" | Truncation) => {
