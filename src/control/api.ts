@@ -325,7 +325,8 @@ export function createControlServer(facade: ControlFacade, opts: ControlServerOp
     if (!tokenDigest) return "ok";
     const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? "");
     if (!m) return "missing";
-    const given = createHash("sha256").update(m[1]!, "utf8").digest();
+    // Header bytes arrive as latin1 code units: hash the bytes, so a UTF-8 token matches.
+    const given = createHash("sha256").update(Buffer.from(m[1]!, "latin1")).digest();
     return timingSafeEqual(given, tokenDigest) ? "ok" : "invalid";
   };
 

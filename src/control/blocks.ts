@@ -45,10 +45,18 @@ class CanonForms {
 
 const EMPTY_REGEX = "^(?:)$";
 
+/** Normalized rule domains, computed once per parsed rule. */
+const ruleDomains = new WeakMap<BlockRule, string>();
+function ruleDomain(rule: BlockRule, domain: string): string {
+  let d = ruleDomains.get(rule);
+  if (d === undefined) ruleDomains.set(rule, (d = normalizeHost(domain)));
+  return d;
+}
+
 function applies(rule: BlockRule, c: CanonForms): boolean {
   const exact = rule.exact === true;
   if (rule.domain) {
-    const d = normalizeHost(rule.domain);
+    const d = ruleDomain(rule, rule.domain);
     if (exact ? c.host !== d : !hostMatchesDomain(c.host, d)) return false;
   }
   if (rule.surt && (exact ? c.surt !== rule.surt : !c.surt.startsWith(rule.surt))) return false;

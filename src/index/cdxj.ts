@@ -108,11 +108,13 @@ export function pairOf(a: WarcRecord | null, b: WarcRecord): { req: WarcRecord; 
   return null;
 }
 
-/** Header values were read as latin1; warcio reads each line as UTF-8 when it decodes. */
+const UTF8_STRICT = new TextDecoder("utf-8", { fatal: true });
+
+/** HTTP header values were read as latin1; warcio reads each line as UTF-8 when it decodes. */
 function redecode(v: string | null): string | null {
   if (v === null || !/[\x80-\xff]/.test(v)) return v;
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(v, "latin1"));
+    return UTF8_STRICT.decode(Buffer.from(v, "latin1"));
   } catch {
     return v;
   }
@@ -174,7 +176,7 @@ export function pyJsonString(s: string): string {
     else if (c === 0x09) out += "\\t";
     else if (c === 0x08) out += "\\b";
     else if (c === 0x0c) out += "\\f";
-    else if (c < 0x20 || c > 0x7e) out += c === 0x7f ? "\x7f" : "\\u" + c.toString(16).padStart(4, "0");
+    else if (c < 0x20 || c > 0x7f) out += "\\u" + c.toString(16).padStart(4, "0"); // DEL is ASCII: kept
     else out += s[i];
   }
   return out + '"';
@@ -273,8 +275,8 @@ export interface IndexWarcOptions extends ReadWarcOptions {
 
 /** One entry per indexable record of `path`, in file order. */
 export async function* indexWarc(path: string, opts: IndexWarcOptions = {}): AsyncGenerator<IndexEntry> {
-  const filename = opts.filename ?? basename(path);
-  const reader = readWarcRecords(path, { prefixBytes: 64 * 1024, ...opts });
+  const { filename = basename(path), onRecord, ...readOpts } = opts;
+  const reader = readWarcRecords(path, readOpts);
   const entry = async (rec: WarcRecord, req: WarcRecord | null): Promise<IndexEntry | null> => {
     if (!isIndexed(rec)) return null;
     const digest = rec.get("warc-payload-digest") || (await computedPayloadDigest(rec));
@@ -298,7 +300,7 @@ export async function* indexWarc(path: string, opts: IndexWarcOptions = {}): Asy
       }
       prev = rec;
     }
-    opts.onRecord?.(reader.position);
+    onRecord?.(reader.position);
   }
   if (prev) {
     const e = await entry(prev, null);

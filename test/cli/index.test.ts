@@ -68,18 +68,13 @@ afterAll(async () => {
 });
 
 describe("lathe index: usage", () => {
-  it("requires --dedup-db and at least one file; refuses the CDXJ options for now; exit 2", async () => {
+  it("requires --dedup-db and at least one file; exit 2", async () => {
     const a = await runIndex([join(CONF, "wget-http.warc.gz")]);
     expect(a.code).toBe(2);
     expect(a.err).toContain("--dedup-db FILE is required");
     const b = await runIndex(["--dedup-db", join(tmp, "x.db")]);
     expect(b.code).toBe(2);
     expect(b.err).toContain("name at least one WARC file");
-    for (const flag of ["--cdxj", "--cdx11", "--merge"]) {
-      const c = await runIndex([flag, join(CONF, "wget-http.warc.gz")]);
-      expect(c.code).toBe(2);
-      expect(c.err).toContain(`${flag} is not available yet`);
-    }
     const d = await runIndex(["--dedup-db", join(tmp, "x.db"), "--frobnicate", "f.warc"]);
     expect(d.code).toBe(2);
     expect(d.err).toMatch(/frobnicate/);
