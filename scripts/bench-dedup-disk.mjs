@@ -20,7 +20,7 @@ const origin = http.createServer((req, res) => {
 await new Promise((r) => origin.listen(0, "127.0.0.1", r));
 const oport = origin.address().port;
 const dir = mkdtempSync(join(tmpdir(), "lathe-bench-disk-"));
-const lathe = await startLathe(resolveConfig({ proxy: { port: 0 }, warc: { dir: join(dir, "warcs") }, certs: { dir: join(dir, "certs") } }), { log: silentLogger });
+const lathe = await startLathe(resolveConfig({ proxy: { port: 0 }, control: { port: -1 }, warc: { dir: join(dir, "warcs") }, certs: { dir: join(dir, "certs") } }), { log: silentLogger });
 
 // One keep-alive connection, requests written like curl's: request line, Host, User-Agent, Accept.
 function fetchOnce(sock, i) {

@@ -13,7 +13,7 @@
 //   --cache    SQLite page cache (MiB) while loading (default 512); lookups use the store default
 //   --keep     keep the database (prints its path)
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -127,6 +127,15 @@ function percentiles(ms) {
 }
 const showMs = (p) => `p50 ${p.p50.toFixed(4)} ms  p99 ${p.p99.toFixed(4)} ms  max ${p.max.toFixed(3)} ms`;
 
+/** Bytes this process has caused to be written to storage (Linux /proc/self/io), or null. */
+function writtenBytes() {
+  try {
+    return Number(/write_bytes: (\d+)/.exec(readFileSync("/proc/self/io", "utf8"))[1]);
+  } catch {
+    return null;
+  }
+}
+
 function dbBytes() {
   let total = 0;
   for (const f of readdirSync(dir)) total += statSync(path.join(dir, f)).size;
@@ -139,6 +148,7 @@ const sample = [];
 const every = Math.max(1, Math.floor(ENTRIES / 50_000));
 let store = openSqliteDedupStore(dbPath, { cacheMiB: CACHE_MIB });
 let addMs = 0;
+const written0 = writtenBytes();
 const wall0 = performance.now();
 let nextReport = 1_000_000;
 for (let i = 0; i < ENTRIES; i += BATCH) {
@@ -159,7 +169,18 @@ const loadRate = (ENTRIES / addMs) * 1000;
 say(`load: ${fmt(ENTRIES)} entries, ${fmt(loadRate)} entries/s in add() (${(addMs / 1000).toFixed(1)} s), ${fmt((ENTRIES / wallMs) * 1000)}/s including data generation`);
 if (count !== ENTRIES) say(`WARN count() says ${count}, expected ${ENTRIES}`);
 const bytes = dbBytes();
-say(`database: ${(bytes / 1e6).toFixed(0)} MB on disk (${(bytes / ENTRIES).toFixed(0)} bytes/entry)`);
+const written = written0 === null ? null : writtenBytes() - written0;
+say(`database: ${(bytes / 1e6).toFixed(0)} MB on disk (${(bytes / ENTRIES).toFixed(0)} bytes/entry)${written === null ? "" : `; ${(written / 1e6).toFixed(0)} MB written while loading (${(written / ENTRIES).toFixed(0)} bytes/entry)`}`);
+// Lookups are timed on a quiet disk: flush what the load left in the page cache first.
+{
+  const t = performance.now();
+  for (const f of readdirSync(dir)) {
+    const fd = openSync(path.join(dir, f), "r");
+    fsyncSync(fd);
+    closeSync(fd);
+  }
+  say(`  (fsync of the database after the load: ${((performance.now() - t) / 1000).toFixed(1)} s)`);
+}
 
 // ---- lookups, on the reopened store with its default cache (a restarted lathe) ----
 store = openSqliteDedupStore(dbPath);

@@ -19,7 +19,10 @@ import { SessionRegistry } from "./archive/sessions.js";
 import { WriterRegistry } from "./archive/writers.js";
 import { summaryOf } from "./archive/sessions.js";
 import { createFacade } from "./control/facadeImpl.js";
+import { StatsRegistry } from "./control/stats.js";
+import { CrawlLog } from "./control/crawlLog.js";
 import type { ControlFacade } from "./control/facade.js";
+import { createControlServer } from "./control/api.js";
 import type { DedupStore } from "./dedup/types.js";
 import { type ProxyServer, createProxyServer } from "./proxy/server.js";
 import type { ProxyContext } from "./proxy/context.js";
@@ -28,6 +31,8 @@ import { type CaStore, loadOrCreateCa } from "./tls/store.js";
 import { createConnector } from "./upstream/connector.js";
 import { recoverOpenFiles } from "./warc/recovery.js";
 import type { WarcWriter } from "./warc/types.js";
+
+type ControlServer = ReturnType<typeof createControlServer>;
 
 export interface Lathe {
   config: Config;
@@ -40,6 +45,8 @@ export interface Lathe {
   writers: Map<string, WarcWriter>;
   dedupStore: DedupStore;
   facade: ControlFacade;
+  /** `http://host:port` of the REST control API, or null when it is off. */
+  controlUrl: string | null;
   /** Graceful stop: finish in-flight captures, close and rename every file. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -140,6 +147,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     },
     collections,
     sessions,
+    stats: new StatsRegistry(),
+    crawlLog: null,
     begin: () => {
       const id = nextExchange++;
       active.set(id, Date.now());
@@ -203,6 +212,27 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   };
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
+  // The REST control API, on its own port; never reachable off loopback without a token.
+  const token = config.control.token ?? process.env.LATHE_CONTROL_TOKEN ?? null;
+  let control: ControlServer | null = null;
+  let controlUrl: string | null = null;
+  if (config.control.port !== -1) {
+    const loopback = /^(127\.|::1$|localhost$)/.test(config.control.host);
+    if (!loopback && !token) {
+      await proxy.close(0);
+      throw new ProxyError("ERR_CONFIG", `control.host ${config.control.host} is not a loopback address: set control.token (or LATHE_CONTROL_TOKEN) so the control API is not open to anyone`);
+    }
+    control = createControlServer(facade, { token, log: log.child({ component: "control" }) });
+    try {
+      const a = await control.listen(config.control.port, config.control.host);
+      controlUrl = `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
+      log.info("control-listening", { address: controlUrl });
+    } catch (e) {
+      await proxy.close(0);
+      throw new ProxyError("ERR_CONFIG", `cannot listen for the control API on ${config.control.host}:${config.control.port}: ${(e as Error).message} (choose another with --control-port, or -1 to turn it off)`, e);
+    }
+  }
+  if (config.log.crawlLogDir !== "") ctx.crawlLog = new CrawlLog({ dir: config.log.crawlLogDir ? resolve(config.log.crawlLogDir) : warcDir, port });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   log.info("proxy-listening", { address: `${host}:${address.port}`, ca: ca.certPath, warcDir, hostname: hostname() });
 
@@ -218,14 +248,17 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     writers,
     dedupStore,
     facade,
+    controlUrl,
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         await proxy.close(graceMs);
+        await control?.close();
         connector.destroy();
         await Promise.all([...sessionServers.values()].map((p) => p.close(graceMs)));
         await writerRegistry.closeAll();
         collections.close();
         rates.stop();
+        await ctx.crawlLog?.close();
         dedupStore.close();
         log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
       })();

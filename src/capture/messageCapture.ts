@@ -32,6 +32,8 @@ export interface CapturedMessage {
   /** Stored body, or null when the message has none. */
   body: StreamSource | null;
   bodyLength: number;
+  /** Body bytes as they were on the wire (chunk framing included). */
+  wireBodyLength: number;
   /** null when the message has no body (requests without one get no payload digest). */
   payloadDigest: string | null;
   blockDigest: string;
@@ -273,6 +275,7 @@ export class MessageCapture {
       status: this.#status,
       body,
       bodyLength,
+      wireBodyLength: this.#rawLength,
       payloadDigest: payload,
       blockDigest: formatDigest(alg, blockHash.digest()),
       truncated,

@@ -88,6 +88,8 @@ export interface Config {
   log: {
     level: "debug" | "info" | "warn" | "error";
     json: boolean;
+    /** Heritrix-format crawl logs, one per WARC prefix; null = the WARC directory, "" = none. */
+    crawlLogDir: string | null;
   };
 }
 
@@ -162,6 +164,7 @@ export const DEFAULTS: Config = {
   log: {
     level: "info",
     json: false,
+    crawlLogDir: null,
   },
 };
 

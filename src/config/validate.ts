@@ -162,6 +162,9 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
   log: {
     level: oneOf("debug", "info", "warn", "error"),
     json: bool,
+    crawlLogDir: (v, p) => {
+      if (v !== null) str(v, p);
+    },
   },
 };
 

@@ -173,7 +173,7 @@ function compile(path: string): CompiledRoute["segments"] {
     .map((s) => (/^\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(s) ? { param: s.slice(1, -1) } : { literal: s }));
 }
 
-/** The path parameters if `parts` (raw, still percent-encoded) matches; null otherwise. */
+/** The path parameters (still percent-encoded) if `parts` matches; null otherwise. */
 function matchPath(route: CompiledRoute, parts: string[]): Record<string, string> | null {
   if (parts.length !== route.segments.length) return null;
   const params: Record<string, string> = {};
@@ -184,14 +184,22 @@ function matchPath(route: CompiledRoute, parts: string[]): Record<string, string
       if (seg.literal !== part) return null;
     } else {
       if (part === "") return null;
-      try {
-        params[seg.param] = decodeURIComponent(part);
-      } catch {
-        throw badRequest(seg.param, "invalid percent-encoding in the path");
-      }
+      params[seg.param] = part;
     }
   }
   return params;
+}
+
+function decodeParams(raw: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    try {
+      out[k] = decodeURIComponent(v);
+    } catch {
+      throw badRequest(k, "invalid percent-encoding in the path");
+    }
+  }
+  return out;
 }
 
 function mediaType(v: string | undefined): string {
@@ -408,7 +416,8 @@ export function createControlServer(facade: ControlFacade, opts: ControlServerOp
       throw new ApiError("ERR_METHOD_NOT_ALLOWED", `${method} is not allowed on ${pathname}; allowed: ${allow}`, { headers: { allow } });
     }
 
-    const { route, params } = hit;
+    const route = hit.route;
+    const params = decodeParams(hit.params);
     if (route.extra) {
       await route.extra.handle({ req, res, params, query });
       return;

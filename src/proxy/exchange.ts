@@ -12,6 +12,8 @@ import { sendPlain } from "./respond.js";
 import { type RequestPolicy, filteredOut, requestPolicy } from "./requestPolicy.js";
 import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
 import type { Session } from "../archive/sessions.js";
+import { type Admitted, type RuleAnswer, admit } from "../control/limits.js";
+import { blockAnswer, matchBlock } from "../control/blocks.js";
 import { WarcproxMetaError } from "../control/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
@@ -106,6 +108,7 @@ async function archiveExchange(
   caps: Captures,
   ended: "clean" | Truncation,
   policy: RequestPolicy,
+  admitted: Admitted,
   wireExact = false,
 ): Promise<boolean> {
   const mode = wireExact ? "wire-exact" : ctx.config.warc.chunked;
@@ -121,6 +124,7 @@ async function archiveExchange(
   if (!request || !response || !caps.tap) {
     await Promise.all([request?.dispose(), response?.dispose(), caps.request.discard(), caps.response.discard()]);
     ctx.log.warn("capture-incomplete", { uri, reason: "no complete response head was received" });
+    admitted.release(null);
     return false;
   }
   const ex: CompletedExchange = {
@@ -139,6 +143,33 @@ async function archiveExchange(
     ...(skipReason(policy, response) ? { skip: skipReason(policy, response)! } : {}),
   };
   const outcome = await ctx.archiver.archive(ex);
+  const written = outcome.kind === "written";
+  const first = written ? outcome.records[0] : undefined;
+  const wireBytes = response.rawHead.length + response.wireBodyLength;
+  admitted.release({ written, revisit: written && outcome.revisit, wireBytes });
+  const header = (m: CapturedMessage, n: string) => m.headFields.find((f) => f.name.toLowerCase() === n)?.value ?? null;
+  void ctx.crawlLog
+    ?.append(
+      {
+        status: response.status,
+        size: response.wireBodyLength,
+        url: uri,
+        referer: header(request, "referer"),
+        metadata: policy.meta?.metadata ?? null,
+        contentType: header(response, "content-type"),
+        fetchStart: new Date(Number(ex.dateMicros / 1000n)),
+        fetchEnd: new Date(Number(ex.endedMicros / 1000n)),
+        digest: response.payloadDigest,
+        revisit: written && outcome.revisit,
+        truncated: response.truncated,
+        contentSize: wireBytes,
+        warcFilename: first?.filename ?? null,
+        warcFileOffset: first?.offset ?? null,
+        method,
+      },
+      policy.meta?.warcPrefix ?? (policy.noArchive ? "-" : policy.series),
+    )
+    .catch((e) => ctx.log.error("crawl-log-failed", { error: e }));
   const c = policy.session?.counters;
   if (c) {
     if (outcome.kind === "written") {
@@ -207,8 +238,45 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
     if (e instanceof WarcproxMetaError) return rejectMeta(res, e);
     throw e;
   }
+  // Rule answers (limits, then blocks) come before any DNS lookup (warcprox-compat.md §0).
+  const noRevisit = policy.noArchive || policy.dedupPolicy.policy === "off";
+  admit(ctx.stats, policy.meta, uri, { mayBeNew: !policy.noArchive, mayBeRevisit: !noRevisit, waitTimeoutMs: ctx.config.upstream.headTimeoutMs }).then(
+    (a) => {
+      if (!a.ok) {
+        req.resume();
+        return sendRuleAnswer(res, a.answer, method);
+      }
+      const rule = matchBlock(policy.meta?.blocks, uri);
+      if (rule) {
+        a.release(null);
+        req.resume();
+        return sendRuleAnswer(res, blockAnswer(rule), method);
+      }
+      runExchange(ctx, req, res, t, policy, a);
+    },
+    (e) => {
+      ctx.log.error("admit-failed", { uri, error: e });
+      sendPlain(res, 500, `lathe: ${(e as Error).message}`);
+    },
+  );
+}
+
+/** A warcprox rule answer (420, 430, 403): exact status line, headers and body, then close. */
+function sendRuleAnswer(res: ServerResponse, a: RuleAnswer, method: string): void {
+  res.shouldKeepAlive = false;
+  const headers: string[] = [];
+  for (const [n, v] of a.headers) headers.push(n, v);
+  res.writeHead(a.status, a.reason, headers);
+  res.end(method === "HEAD" ? undefined : a.body);
+}
+
+function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, t: Target, policy: RequestPolicy, admitted: Admitted): void {
+  const method = req.method ?? "GET";
+  const uri = targetUri(t);
+  const hostPort = `${t.host}:${t.port}`;
   const refused = refusal(ctx, t.host, policy.session);
   if (refused) {
+    admitted.release(null);
     req.resume();
     sendPlain(res, refused.status, refused.message);
     return;
@@ -253,10 +321,14 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
     const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete;
     if (parseError) {
       // A response Node's parser refused: keep what was received, wire-exact (decisions.md §1).
-      track(archiveExchange(ctx, uri, method, caps, "unspecified", policy, true));
+      track(archiveExchange(ctx, uri, method, caps, "unspecified", policy, admitted, true));
     } else {
       void caps.request.discard();
       void caps.response.discard();
+      admitted.release(null);
+      void ctx.crawlLog
+        ?.append({ status: f.fetchStatus, size: null, url: uri, metadata: policy.meta?.metadata ?? null, fetchStart: null, exception: f.error.code, exceptionMessage: f.error.message, method }, policy.meta?.warcPrefix ?? policy.series)
+        .catch((e) => ctx.log.error("crawl-log-failed", { error: e }));
       settle();
     }
     if (!res.headersSent) sendPlain(res, f.status, `lathe: ${f.error.message}`);
@@ -305,7 +377,7 @@ export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: Ser
       done = true;
       clearTimers();
       detach(caps);
-      const archived = track(archiveExchange(ctx, uri, method, caps, ended, policy));
+      const archived = track(archiveExchange(ctx, uri, method, caps, ended, policy, admitted));
       if (strict) {
         archived.then((ok) => (ok ? endClient() : res.destroy()), () => res.destroy());
       } else {

@@ -16,6 +16,8 @@ import { buildResource, type ResourceContext } from "../warc/records.js";
 import { formatWarcDate } from "../warc/date.js";
 import type { ProxyContext } from "./context.js";
 import { refusal } from "./exchange.js";
+import { type Admitted, type RuleAnswer, admit } from "../control/limits.js";
+import { blockAnswer, matchBlock } from "../control/blocks.js";
 
 const METHODS = ["WARCPROX_WRITE_RECORD ", "PUTMETA "];
 const TYPES = new Set(["resource", "metadata", "conversion"]);
@@ -104,6 +106,23 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
       return answer(socket, 400, "Bad request", `lathe: Content-Length must be a number, got ${JSON.stringify(cl)}\n`);
     }
     need = Number(cl);
+    // Limits and blocks apply to pushed records too (warcprox-compat.md §3); bytes wait meanwhile.
+    socket.pause();
+    void admit(ctx.stats, meta, uri!, { mayBeRevisit: false, mayBeNew: !meta?.noArchive }).then((a) => {
+      if (!a.ok) {
+        clearTimeout(timer);
+        return answerRule(socket, a.answer);
+      }
+      const rule = matchBlock(meta?.blocks, uri!);
+      if (rule) {
+        a.release(null);
+        clearTimeout(timer);
+        return answerRule(socket, blockAnswer(rule));
+      }
+      startBody(a);
+      socket.resume();
+    });
+    const startBody = (admitted: Admitted) => {
     const receivedMicros = ctx.clock.nowMicros();
     const hash = newHash(ctx.config.warc.digest);
     spool = new Spool({ memoryBytes: ctx.config.capture.spoolMemoryBytes, dir: ctx.config.capture.spoolDir });
@@ -126,7 +145,10 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
     const finish = async () => {
       try {
         await s.finish();
-        if (meta?.noArchive) return answer(socket, 204, "OK");
+        if (meta?.noArchive) {
+          admitted.release({ written: false, revisit: false, wireBytes: s.size });
+          return answer(socket, 204, "OK");
+        }
         const series = meta?.warcPrefix ?? ctx.config.warc.prefix;
         const link = LINKED.exec(uri!);
         let context: ResourceContext | undefined;
@@ -156,9 +178,17 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
           },
           ctx.config.warc.version,
         );
-        await ctx.archiver.writeAlone(series, draft);
+        const w = await ctx.archiver.writeAlone(series, draft);
+        admitted.release({ written: true, revisit: false, wireBytes: s.size });
+        void ctx.crawlLog
+          ?.append(
+            { status: 204, size: s.size, url: uri!, metadata: meta?.metadata ?? null, contentType: contentType!, fetchStart: new Date(Number(receivedMicros / 1000n)), fetchEnd: new Date(), digest: draft.fields.find(([n]) => n === "WARC-Payload-Digest")?.[1] ?? null, warcFilename: w.filename, warcFileOffset: w.offset, method: method! },
+            meta?.warcPrefix,
+          )
+          .catch(() => undefined);
         answer(socket, 204, "OK");
       } catch (e) {
+        admitted.release(null);
         ctx.log.error("write-record-failed", { uri, error: e });
         answer(socket, 503, "Service Unavailable", `lathe could not write the record: ${errorMessage(e)}\n`);
       } finally {
@@ -170,6 +200,11 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
       clearTimeout(timer);
       void finish().finally(done);
     } else if (rest.length) onBody(Buffer.from(rest));
+    };
+  }
+
+  function answerRule(sock: Socket, a: RuleAnswer) {
+    sock.end(`HTTP/1.1 ${a.status} ${a.reason}\r\n${a.headers.map(([n, v]) => `${n}: ${v}\r\n`).join("")}\r\n${a.body}`);
   }
 
   socket.on("data", onData);

@@ -15,7 +15,7 @@ const BIN = new URL("../../bin/lathe.js", import.meta.url).pathname;
 
 /** Start `lathe serve` as a child process and resolve with its port once it listens. */
 function serve(dir: string, certs: string): Promise<{ proc: ReturnType<typeof spawn>; port: number }> {
-  const proc = spawn(process.execPath, [BIN, "serve", "--port", "0", "--dir", dir, "--certs", certs], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [BIN, "serve", "--port", "0", "--control-port", "0", "--dir", dir, "--certs", certs], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`no start: ${out}`)), 20000);

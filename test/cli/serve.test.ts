@@ -12,7 +12,7 @@ const run = promisify(execFile);
 const BIN = new URL("../../bin/lathe.js", import.meta.url).pathname;
 
 function startServe(args: string[]): Promise<{ proc: ReturnType<typeof spawn>; out: () => string; proxyUrl: string }> {
-  const proc = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [BIN, "serve", "--control-port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (d) => (out += d));
   proc.stderr!.on("data", (d) => (out += d));

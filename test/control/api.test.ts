@@ -140,7 +140,7 @@ function call(port: number, method: string, path: string, opts: { headers?: Reco
       res.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8");
         let json: unknown;
-        if (/json/.test(res.headers["content-type"] ?? "")) json = JSON.parse(text);
+        if (text !== "" && /json/.test(res.headers["content-type"] ?? "")) json = JSON.parse(text);
         resolve({ status: res.statusCode!, headers: res.headers, text, json });
       });
       res.on("error", reject);
@@ -473,6 +473,27 @@ describe("control API without a token", () => {
     expect(facade.resources.some((r) => r.input.uri === "https://e.com/shot.png")).toBe(false);
   });
 
+  it("resources: a client that aborts its upload does not hurt the server", async () => {
+    let received!: () => void;
+    const gotData = new Promise<void>((r) => (received = r));
+    facade.onChunk = () => received();
+    const before = facade.resources.length;
+    try {
+      await new Promise<void>((resolve) => {
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/api/v1/resources?uri=urn:video:00002:https://example.com/", headers: { "content-type": "video/mp4", "content-length": 100000 }, agent: false });
+        req.on("error", () => resolve());
+        req.on("close", () => resolve());
+        req.write(Buffer.alloc(1000));
+        void gotData.then(() => req.destroy());
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(facade.resources.length).toBe(before);
+      expect((await call(port, "GET", "/api/v1/status")).status).toBe(200);
+    } finally {
+      facade.onChunk = null;
+    }
+  });
+
   it("status, metrics, ca.pem and openapi.json", async () => {
     const s = await call(port, "GET", "/api/v1/status");
     expect(s.status).toBe(200);
@@ -565,6 +586,7 @@ describe("control API with a token", () => {
     // Unknown routes and other methods on public paths do not tell anything without the token.
     expectError(await call(port, "GET", "/api/v1/secret"), 401, "ERR_UNAUTHORIZED");
     expectError(await call(port, "GET", "/api/v1/secret", { headers: auth }), 404, "ERR_NOT_FOUND");
+    expectError(await call(port, "GET", "/api/v1/collections/%E0%A4%A"), 401, "ERR_UNAUTHORIZED");
     expectError(await call(port, "POST", "/ca.pem"), 401, "ERR_UNAUTHORIZED");
     expectError(await call(port, "POST", "/ca.pem", { headers: auth }), 405, "ERR_METHOD_NOT_ALLOWED");
   });
@@ -582,6 +604,21 @@ describe("control API with a token", () => {
     expect(doc.paths["/metrics"].get.security).toBeUndefined();
     expect(doc.paths["/metrics"].get.responses["401"]).toBeDefined();
     expect(doc.paths["/ca.pem"].get.responses["401"]).toBeUndefined();
+  });
+});
+
+describe("close()", () => {
+  it("ends idle keep-alive connections and resolves", async () => {
+    const { api, facade, port } = await start(null);
+    const agent = new http.Agent({ keepAlive: true });
+    expect((await call(port, "GET", "/api/v1/status", { agent })).status).toBe(200);
+    const t0 = Date.now();
+    await api.close();
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(api.server.listening).toBe(false);
+    await api.close();
+    agent.destroy();
+    facade.collections.close();
   });
 });
 

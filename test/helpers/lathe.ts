@@ -18,6 +18,7 @@ export async function startTestLathe(overrides: ConfigInput = {}, opts: { certsD
   const config = resolveConfig(
     {
       proxy: { port: 0 },
+      control: { port: 0 },
       warc: { dir },
       certs: { dir: certsDir },
     },
