@@ -12,6 +12,11 @@ export interface Config {
     keepAliveTimeoutMs: number;
     /** A CONNECT tunnel whose TLS handshake has not completed after this is closed. */
     tlsHandshakeTimeoutMs: number;
+    /** optional: no credentials → default collection; required: every request authenticates (407). */
+    auth: "optional" | "required";
+    /** Credentials that select the default collection in `required` mode. */
+    defaultUser: string | null;
+    defaultPassword: string | null;
   };
   upstream: {
     connectTimeoutMs: number;
@@ -101,6 +106,9 @@ export const DEFAULTS: Config = {
     headersTimeoutMs: 30_000,
     keepAliveTimeoutMs: 60_000,
     tlsHandshakeTimeoutMs: 30_000,
+    auth: "optional",
+    defaultUser: null,
+    defaultPassword: null,
   },
   upstream: {
     connectTimeoutMs: 30_000,

@@ -99,6 +99,9 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     headersTimeoutMs: int(1),
     keepAliveTimeoutMs: int(1),
     tlsHandshakeTimeoutMs: int(1),
+    auth: oneOf("optional", "required"),
+    defaultUser: nullableStr,
+    defaultPassword: nullableStr,
   },
   upstream: {
     connectTimeoutMs: int(1),

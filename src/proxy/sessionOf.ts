@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Session } from "../archive/sessions.js";
@@ -21,11 +22,23 @@ export function sessionMark(socket: Socket): Session | null {
 export function sessionOf(ctx: ProxyContext, req: IncomingMessage): Session | null | "invalid" {
   const marked = sessionMark(req.socket);
   if (marked) return marked.closed ? "invalid" : marked;
-  const auth = req.headers["proxy-authorization"];
-  const s = ctx.sessions.fromProxyAuthorization(Array.isArray(auth) ? auth[0] : auth);
-  if (s === undefined) return null;
-  return s ?? "invalid";
+  const raw = req.headers["proxy-authorization"];
+  const auth = Array.isArray(raw) ? raw[0] : raw;
+  const s = ctx.sessions.fromProxyAuthorization(auth);
+  const p = ctx.config.proxy;
+  if (s) return s;
+  if (p.auth === "required") {
+    // The default collection's own credentials, when configured; anything else is a 407.
+    if (auth && p.defaultUser !== null && p.defaultPassword !== null && sameSecret(auth, `Basic ${Buffer.from(`${p.defaultUser}:${p.defaultPassword}`).toString("base64")}`)) return null;
+    return "invalid";
+  }
+  return s === undefined ? null : "invalid";
 }
 
 export const PROXY_AUTH_REQUIRED =
   "lathe: the Proxy-Authorization credentials do not name an open session (username = session id, password = the token returned when it was opened)";
+
+function sameSecret(a: string, b: string): boolean {
+  const h = (x: string) => createHash("sha256").update(x.trim()).digest();
+  return timingSafeEqual(h(a), h(b));
+}
