@@ -5,12 +5,13 @@
 // reopened store. Goals: bulk load >= 100,000 entries/s; byDigest p99 < 0.2 ms.
 // Runs against the built store (npm run build); works in a temp dir it deletes; stops by itself.
 //
-//   node scripts/bench-dedup.mjs [--entries N] [--batch N] [--lookups N] [--cache MiB] [--keep]
+//   node scripts/bench-dedup.mjs [--entries N] [--batch N] [--lookups N] [--cache MiB] [--mmap MiB] [--keep]
 //
 //   --entries  entries to load (default 10000000)
 //   --batch    entries per add() call, i.e. per transaction (default 100000)
 //   --lookups  timed lookups per kind (default 100000)
 //   --cache    SQLite page cache (MiB) while loading (default 512); lookups use the store default
+//   --mmap     look up with the store's mmapMiB option set to this (default: the store default, off)
 //   --keep     keep the database (prints its path)
 import { randomBytes, randomUUID } from "node:crypto";
 import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -25,7 +26,7 @@ function arg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
   if (i < 0) return dflt;
   const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
+  if (!Number.isFinite(v) || v < 0 || (v === 0 && name !== "mmap")) {
     process.stderr.write(`bench-dedup: --${name} needs a positive number\n`);
     process.exit(2);
   }
@@ -35,6 +36,7 @@ const ENTRIES = Math.floor(arg("entries", 10_000_000));
 const BATCH = Math.floor(arg("batch", 100_000));
 const LOOKUPS = Math.floor(arg("lookups", 100_000));
 const CACHE_MIB = arg("cache", 512);
+const MMAP_MIB = arg("mmap", 0);
 const KEEP = process.argv.includes("--keep");
 const TIME_LIMIT_MS = 60 * 60 * 1000;
 const GOAL_LOAD = 100_000;
@@ -183,7 +185,8 @@ say(`database: ${(bytes / 1e6).toFixed(0)} MB on disk (${(bytes / ENTRIES).toFix
 }
 
 // ---- lookups, on the reopened store with its default cache (a restarted lathe) ----
-store = openSqliteDedupStore(dbPath);
+store = openSqliteDedupStore(dbPath, MMAP_MIB ? { mmapMiB: MMAP_MIB } : {});
+if (MMAP_MIB) say(`lookups with mmapMiB ${MMAP_MIB}`);
 const pick = () => sample[Math.floor(Math.random() * sample.length)];
 const absent = () => ({ alg: "sha1", bytes: randomBytes(20) });
 for (let i = 0; i < 2000; i++) store.byDigest("default", pick().digest); // JIT warm-up only

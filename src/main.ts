@@ -17,7 +17,7 @@ import { openSqliteDedupStore } from "./dedup/sqliteStore.js";
 import { CollectionRegistry } from "./archive/collections.js";
 import { SessionRegistry } from "./archive/sessions.js";
 import { WriterRegistry } from "./archive/writers.js";
-import { summaryOf } from "./archive/sessions.js";
+import { summaryOf, type SessionCounters } from "./archive/sessions.js";
 import { createFacade } from "./control/facadeImpl.js";
 import { StatsRegistry } from "./control/stats.js";
 import { CrawlLog } from "./control/crawlLog.js";
@@ -113,6 +113,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   let nextExchange = 0;
   let idleWaiters: Array<() => void> = [];
   const startedAt = new Date();
+  const collectionCounters = new Map<string, SessionCounters>();
   const warcBytes = () => writerRegistry.all().reduce((n, w) => n + w.state().bytesWritten, 0);
   const rates = new RunningStats(() => ({ urls: archiver.stats.captures, bytes: warcBytes() }));
   const latheStatus = () => ({
@@ -148,6 +149,11 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     collections,
     sessions,
     stats: new StatsRegistry(),
+    collectionCounters: (name) => {
+      let c = collectionCounters.get(name);
+      if (!c) collectionCounters.set(name, (c = { captures: 0, revisits: 0, failed: 0, skipped: 0, bytes: 0 }));
+      return c;
+    },
     crawlLog: null,
     begin: () => {
       const id = nextExchange++;
@@ -188,7 +194,12 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
       server.server.once("close", () => sessionServers.delete(session.id));
       return { server, port: addr.port };
     },
-    status: () => ({ ...latheStatus(), sessions: sessions.list().map((x) => summaryOf(x)), collections: collections.list().map((c) => c.name) }),
+    status: () => ({
+      ...latheStatus(),
+      sessions: sessions.list().map((x) => summaryOf(x)),
+      collections: Object.fromEntries(collections.list().map((c) => [c.name, { prefix: c.prefix, ...(collectionCounters.get(c.name) ?? { captures: 0, revisits: 0, failed: 0, skipped: 0, bytes: 0 }) }])),
+      statsBuckets: Object.fromEntries(ctx.stats.names().map((b) => [b, ctx.stats.get(b)])),
+    }),
     metrics: () => prometheus(),
   });
   const prometheus = () => {

@@ -17,6 +17,8 @@ export interface ProxyContext {
   writerFailure(): ProxyError | null;
   collections: import("../archive/collections.js").CollectionRegistry;
   stats: import("../control/stats.js").StatsRegistry;
+  /** Counters of a collection (created on first use). */
+  collectionCounters(name: string): import("../archive/sessions.js").SessionCounters;
   crawlLog: import("../control/crawlLog.js").CrawlLog | null;
   sessions: import("../archive/sessions.js").SessionRegistry;
   /** Mark an exchange as in flight; call the returned function when it is archived or abandoned. */

@@ -170,14 +170,14 @@ async function archiveExchange(
       policy.meta?.warcPrefix ?? (policy.noArchive ? "-" : policy.series),
     )
     .catch((e) => ctx.log.error("crawl-log-failed", { error: e }));
-  const c = policy.session?.counters;
-  if (c) {
+  for (const c of [policy.session?.counters, ctx.collectionCounters(policy.collection.name)]) {
+    if (!c) continue;
     if (outcome.kind === "written") {
       c.captures++;
       if (outcome.revisit) c.revisits++;
       for (const r of outcome.records) {
         c.bytes += r.length;
-        policy.session!.files.add(r.filename);
+        if (c === policy.session?.counters) policy.session.files.add(r.filename);
       }
     } else if (outcome.kind === "skipped") c.skipped++;
     else c.failed++;

@@ -53,6 +53,21 @@ function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse)
     res.end(body);
     return;
   }
+  if (req.url?.startsWith("/lathe/stats/") && req.method === "GET" && !tunnelOf(req.socket)) {
+    // lathe's extension: one warcprox stats bucket (warcprox-compat.md §5); 404 {} if unknown.
+    req.resume();
+    let name = "";
+    try {
+      name = decodeURIComponent(req.url.slice("/lathe/stats/".length));
+    } catch {
+      name = "";
+    }
+    const b = ctx.stats.get(name);
+    const body = Buffer.from(JSON.stringify(b ?? {}) + "\n");
+    res.writeHead(b ? 200 : 404, ["Content-Type", "application/json", "Content-Length", String(body.length)]);
+    res.end(body);
+    return;
+  }
   const t = targetOf(req);
   if (!t) {
     req.resume();

@@ -3,7 +3,9 @@ import { deflateSync } from "node:zlib";
 import http from "node:http";
 import { startHttpOrigin, type Origin } from "../helpers/origin.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
-import { viaProxy } from "../helpers/client.js";
+import { rawExchange, viaProxy } from "../helpers/client.js";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { readAllWarcs } from "../helpers/warcs.js";
 
 let origin: Origin;
@@ -35,6 +37,20 @@ describe("warcprox limits and blocks through the proxy", () => {
     const h = JSON.parse(r.rawHeaders[r.rawHeaders.findIndex((x) => x.toLowerCase() === "warcprox-meta") + 1]!);
     expect(h["reached-limit"]).toEqual({ "job-a/total/urls": 5 });
     expect(h.stats["job-a"].total.urls).toBe(5);
+    const raw = await rawExchange(lathe.proxyUrl, "GET /lathe/stats/job-a HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n");
+    const bucket = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+    expect(bucket).toMatchObject({ bucket: "job-a", total: { urls: 5 } });
+    expect(bucket.new.urls + bucket.revisit.urls).toBe(5);
+    // One crawl-log line per counted capture, in the prefix's log (warcprox-compat.md §6).
+    // Appended as captures complete: give the last append a moment.
+    let lines: string[] = [];
+    for (let i = 0; i < 50 && lines.length < 5; i++) {
+      const log = readdirSync(lathe.dir).find((f) => /^lim-.*-\d+\.log$/.test(f));
+      lines = log ? readFileSync(join(lathe.dir, log), "utf8").trim().split("\n").filter(Boolean) : [];
+      if (lines.length < 5) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(lines.length).toBe(5);
+    for (const l of lines) expect(l.split(/ +/)[1]).toBe("200");
     await lathe.writers.get("lim")!.rollover();
     const recs = await readAllWarcs(lathe.dir);
     // Identical bodies: one response and four revisits, five captures.
