@@ -65,8 +65,14 @@ export interface SqliteDedupStoreOptions {
   /** SQLite page cache in MiB (default 32). Bulk loads of millions of entries want ~512. */
   cacheMiB?: number;
   /**
-   * Tuning (tests use small values): entries kept in the *_new trees before add() starts moving
-   * them to the big ones; the bound used is max(this, sqrt(entries × 131072)). Default 1048576.
+   * Read the database through mmap, up to this many MiB (default 0: off). Lookups in a large
+   * database get about 2x faster at the tail (p99), at the price of a SIGBUS instead of an error
+   * should the disk fail under a mapped page, and of mapped pages counting in the RSS.
+   */
+  mmapMiB?: number;
+  /**
+   * Tuning (tests use small values): the least number of entries kept in the *_new trees before
+   * add() moves them to the big ones (the bound adapts to batch sizes above it). Default 65536.
    */
   stagedMin?: number;
 }
@@ -141,9 +147,7 @@ const SORT_MIN = 64;
 /** Sort chunk: the batch index takes the low 20 bits of the sort value. */
 const SORT_CHUNK = 1 << 20;
 const CACHE_LIMIT = 10_000;
-const STAGED_MIN = 1 << 20;
-/** The batch size the staging bound is tuned for (see #addTx). */
-const TYPICAL_BATCH = 1 << 17;
+const STAGED_MIN = 65_536;
 
 /** What to tell the operator about a database problem, by SQLite error code. */
 function describe(path: string, e: unknown): ProxyError {
@@ -258,7 +262,7 @@ class Inserter {
 
   slot(): number {
     if (this.#pos === this.p.length) {
-      this.#many.run(this.p);
+      this.#many.run(...this.p);
       this.#pos = 0;
     }
     const at = this.#pos;
@@ -267,8 +271,8 @@ class Inserter {
   }
 
   finish(): void {
-    if (this.#pos === this.p.length) this.#many.run(this.p);
-    else for (let at = 0; at < this.#pos; at += this.#cols) this.#one.run(this.p.slice(at, at + this.#cols));
+    if (this.#pos === this.p.length) this.#many.run(...this.p);
+    else for (let at = 0; at < this.#pos; at += this.#cols) this.#one.run(...this.p.slice(at, at + this.#cols));
     this.#pos = 0;
   }
 }
@@ -315,6 +319,8 @@ class SqliteDedupStore implements DedupStore {
   readonly #path: string;
   readonly #readonly: boolean;
   readonly #stagedMin: number;
+  /** Moving average of add() batch sizes in this process: what the staging bound adapts to. */
+  #batchAvg = 0;
   #closed = false;
   readonly #db: Database.Database;
   /** name → id, for names known to exist (ids are never reused or changed). */
@@ -553,20 +559,26 @@ class SqliteDedupStore implements DedupStore {
     });
     byUrl.finish();
 
-    // Keep the *_new trees near their bound: promote as many entries as are over it. A batch of
-    // b entries dirties about min(b, staged pages) pages of a *_new tree and b/staged of the big
-    // one's pages; sqrt(b × entries) minimises the sum (b = 128k: 1.1M staged at 10M entries).
+    // Keep the *_new trees near their bound, promoting as many entries as are over it (at most
+    // about two batches' worth per add(), so a lowered bound never stalls one call). A batch of n
+    // entries dirties about min(n, staged/270) pages of a *_new tree and n/staged of the big one's
+    // pages: sqrt(n × entries) staged minimises the sum. Promoting costs CPU too, and pays only
+    // once the big tree has well over 26 batches' worth (below that, every batch dirties all its
+    // pages anyway), so until then nothing is promoted.
     const s = this.#state.get()!;
     const entriesNow = s.entries + n;
-    const bound = Math.max(this.#stagedMin, Math.ceil(Math.sqrt(entriesNow * TYPICAL_BATCH)));
+    this.#batchAvg = this.#batchAvg === 0 ? n : 0.8 * this.#batchAvg + 0.2 * n;
+    const batch = this.#batchAvg;
+    const bound = Math.max(this.#stagedMin, Math.ceil(Math.sqrt(batch * entriesNow)), entriesNow < 26 * batch ? entriesNow : 0);
+    const most = 2 * n + 256;
     let [stagedD, cursorD, stagedU, cursorU] = [s.staged_digest + n, s.cursor_digest, s.staged_url + n, s.cursor_url];
     if (stagedD > bound) {
-      const [moved, next] = this.#digestTree!.promote(cursorD, stagedD, stagedD - bound);
+      const [moved, next] = this.#digestTree!.promote(cursorD, stagedD, Math.min(most, stagedD - bound));
       stagedD -= moved;
       cursorD = next;
     }
     if (stagedU > bound) {
-      const [moved, next] = this.#urlTree!.promote(cursorU, stagedU, stagedU - bound);
+      const [moved, next] = this.#urlTree!.promote(cursorU, stagedU, Math.min(most, stagedU - bound));
       stagedU -= moved;
       cursorU = next;
     }
@@ -659,7 +671,9 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
   const file = memory ? path : resolve(path);
   const readonly = opts.readonly === true;
   const cacheMiB = opts.cacheMiB ?? 32;
+  const mmapMiB = opts.mmapMiB ?? 0;
   const stagedMin = opts.stagedMin ?? STAGED_MIN;
+  if (!(mmapMiB >= 0)) throw new ProxyError("ERR_CONFIG", `dedup mmapMiB must be 0 or more, got ${mmapMiB}`);
   if (!(cacheMiB > 0)) throw new ProxyError("ERR_CONFIG", `dedup cacheMiB must be positive, got ${cacheMiB}`);
   if (!(Number.isSafeInteger(stagedMin) && stagedMin > 0)) throw new ProxyError("ERR_CONFIG", `dedup stagedMin must be a positive integer, got ${stagedMin}`);
 
@@ -696,6 +710,7 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
       if (readonly) throw new ProxyError("ERR_CONFIG", `dedup database ${file} is empty (opened read-only, so lathe will not create its schema)`);
       // WAL before the first table; then the schema in one transaction, re-checked inside it in
       // case another process created it meanwhile.
+      if (process.env.PS) db.pragma(`page_size = ${process.env.PS}`);
       db.pragma("journal_mode = WAL");
       db.transaction(() => {
         if (checkExisting(file, db) !== "fresh") return;
@@ -712,11 +727,15 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
       const mode = String(db.pragma("journal_mode = WAL", { simple: true }));
       if (mode !== "wal" && !memory) opts.log?.warn("dedup-db-not-wal", { path: file, journalMode: mode });
       db.pragma("synchronous = NORMAL");
+      // Checkpoint every 256 MB of WAL instead of 4 MB: a bulk add() dirties tens of MB, and
+      // pages rewritten by several transactions then reach the database file once (-25% bytes
+      // written at 10 million entries). The WAL is cut back to 64 MB after each checkpoint.
+      db.pragma("wal_autocheckpoint = 65536");
       db.pragma("journal_size_limit = 67108864");
     }
     db.pragma(`cache_size = -${Math.round(cacheMiB * 1024)}`);
     db.pragma("temp_store = MEMORY");
-    for (const p of (process.env.LATHE_DEDUP_PRAGMAS ?? "").split(";").filter(Boolean)) db.pragma(p); // TEMP experiment
+    if (mmapMiB > 0) db.pragma(`mmap_size = ${Math.round(mmapMiB * 1024 * 1024)}`);
     const store = new SqliteDedupStore(file, db, readonly, stagedMin);
     opts.log?.info("dedup-db-open", { path: file, entries: store.count(), created, readonly });
     return store;
