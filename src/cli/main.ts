@@ -5,6 +5,7 @@ import { VERSION } from "../core/version.js";
 import { caCommand } from "./ca.js";
 import { INDEX_HELP, indexCommand } from "./index.js";
 import { SERVE_HELP, serveCommand } from "./serve.js";
+import { RECORD_HELP, recordCommand } from "./record.js";
 
 const HELP = `lathe ${VERSION} — archival recording forward proxy
 
@@ -14,6 +15,7 @@ usage:
   lathe index --dedup-db FILE [--bucket NAME] WARC...
   lathe index --cdxj | --cdx11 [--output FILE] WARC...
   lathe index --merge [--output FILE] INDEX...
+  lathe record [URL...] [--collection NAME] [--dir DIR] [--headless] [--urls FILE] ...
   lathe --version
 
 ${SERVE_HELP}
@@ -22,7 +24,8 @@ lathe ca [options]      print the CA certificate path, SHA-256 fingerprint and S
   --export FILE    write the CA certificate (PEM, never the key) to FILE
   --pem            print the CA certificate (PEM) after the summary
 
-${INDEX_HELP}`;
+${INDEX_HELP}
+${RECORD_HELP}`;
 
 /** The only place that decides the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
@@ -44,6 +47,8 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       case "index":
         return await indexCommand(rest, out);
+      case "record":
+        return await recordCommand(rest, out);
       case "--version":
       case "-v":
         out(`${VERSION}\n`);

@@ -3,7 +3,7 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import { MessageCapture, type CapturedMessage, type Truncation } from "../capture/messageCapture.js";
 import { ProxyError } from "../core/errors.js";
-import type { CompletedExchange } from "../archive/pipeline.js";
+import type { CaptureOutcome, CompletedExchange } from "../archive/pipeline.js";
 import { classifyUpstreamError } from "../upstream/errors.js";
 import { type SocketTap, tapOf } from "../upstream/tap.js";
 import type { ProxyContext } from "./context.js";
@@ -41,6 +41,8 @@ interface Captures {
   response: MessageCapture;
   sentAt: bigint | null;
   tap: SocketTap | null;
+  /** The upstream certificate's verdict when the session refuses invalid ones. */
+  certError?: string;
 }
 
 function startCaptures(ctx: ProxyContext, method: string): Captures {
@@ -64,11 +66,24 @@ function startCaptures(ctx: ProxyContext, method: string): Captures {
 }
 
 /** Attach the captures to whichever pooled socket the request gets. */
-function attach(ctx: ProxyContext, upReq: http.ClientRequest, caps: Captures): void {
+function attach(ctx: ProxyContext, upReq: http.ClientRequest, caps: Captures, rejectInvalidCerts = false): void {
   upReq.on("socket", (socket: Socket) => {
     const tap = tapOf(socket);
     if (!tap) return;
     caps.tap = tap;
+    if (rejectInvalidCerts) {
+      // Checked as soon as the handshake is done, before Node flushes the request it holds for
+      // a connecting socket (best effort: see the closing note on TLS 1.3 early flushes).
+      const check = () => {
+        const v = tap.tls?.verifyResult;
+        if (v && v !== "ok") {
+          caps.certError = v;
+          upReq.destroy(new ProxyError("ERR_TLS_CERT_INVALID", `the certificate is invalid: ${v}`));
+        }
+      };
+      if (tap.tls) check();
+      else socket.once("secureConnect", check);
+    }
     tap.current = {
       onWrite: (b) => {
         caps.sentAt ??= ctx.clock.nowMicros();
@@ -170,6 +185,12 @@ async function archiveExchange(
       policy.meta?.warcPrefix ?? (policy.noArchive ? "-" : policy.series),
     )
     .catch((e) => ctx.log.error("crawl-log-failed", { error: e }));
+  countOutcome(ctx, policy, outcome);
+  return outcome.kind === "written";
+}
+
+/** Count a capture's outcome for its session and its collection (status, session summaries). */
+export function countOutcome(ctx: ProxyContext, policy: RequestPolicy, outcome: CaptureOutcome): void {
   for (const c of [policy.session?.counters, ctx.collectionCounters(policy.collection.name)]) {
     if (!c) continue;
     if (outcome.kind === "written") {
@@ -182,7 +203,6 @@ async function archiveExchange(
     } else if (outcome.kind === "skipped") c.skipped++;
     else c.failed++;
   }
-  return outcome.kind === "written";
 }
 
 function sendCertErrorPage(res: ServerResponse, uri: string, verdict: string): void {
@@ -301,7 +321,7 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
   const caps = startCaptures(ctx, method);
   const headers = forwardRequestHeaders(req.rawHeaders, { authority: authorityOf(t), method });
   const upReq = upstreamRequest(ctx, t, method, headers);
-  attach(ctx, upReq, caps);
+  attach(ctx, upReq, caps, policy.session?.options.rejectInvalidCerts === true);
 
   let done = false;
   let headTimer: NodeJS.Timeout | null = null;
@@ -331,7 +351,8 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
         .catch((e) => ctx.log.error("crawl-log-failed", { error: e }));
       settle();
     }
-    if (!res.headersSent) sendPlain(res, f.status, `lathe: ${f.error.message}`);
+    if (caps.certError && !res.headersSent) sendCertErrorPage(res, uri, caps.certError);
+    else if (!res.headersSent) sendPlain(res, f.status, `lathe: ${f.error.message}`);
     else res.destroy();
     upReq.destroy();
   };

@@ -5,7 +5,7 @@ import { MessageCapture } from "../capture/messageCapture.js";
 import { classifyUpstreamError } from "../upstream/errors.js";
 import { tapOf } from "../upstream/tap.js";
 import type { ProxyContext } from "./context.js";
-import { refusal } from "./exchange.js";
+import { countOutcome, refusal } from "./exchange.js";
 import { forwardRequestHeaders } from "./headers.js";
 import { sendPlainOnSocket } from "./respond.js";
 import { type RequestPolicy, requestPolicy } from "./requestPolicy.js";
@@ -29,12 +29,21 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
   } catch (e) {
     return sendPlainOnSocket(client, 400, `lathe: ${(e as Error).message}`);
   }
-  const refused = refusal(ctx, t.host);
+  const refused = refusal(ctx, t.host, policy.session);
   if (refused) {
     sendPlainOnSocket(client, refused.status, refused.message);
     return;
   }
-  const done = ctx.begin();
+  const begun = ctx.begin();
+  const recording = policy.session;
+  if (recording) recording.inflight++;
+  let finished = false;
+  const done = () => {
+    if (finished) return;
+    finished = true;
+    if (recording) recording.inflight--;
+    begun();
+  };
   const { capture, warc, upstream } = ctx.config;
   const now = () => ctx.clock.nowMicros();
   const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
@@ -77,7 +86,7 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
       await Promise.all([request?.dispose(), response?.dispose()]);
       return;
     }
-    await ctx.archiver.archive({
+    const outcome = await ctx.archiver.archive({
       targetUri: uri,
       method: req.method ?? "GET",
       dateMicros: sentAt ?? request.firstByteMicros,
@@ -90,6 +99,7 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
       collection: policy.collection,
       ...(policy.noArchive ? { skip: 'Warcprox-Meta warc-prefix "-"' } : {}),
     });
+    countOutcome(ctx, policy, outcome);
   };
   upReq.on("upgrade", (_res: IncomingMessage, upSocket: Socket, upHead: Buffer) => {
     // The 101 head exactly as the origin sent it.
