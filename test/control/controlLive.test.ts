@@ -51,3 +51,9 @@ describe("the REST control API of a running lathe", () => {
     expect(res.file.endsWith(written.filename)).toBe(true);
   });
 });
+
+describe("control API access", () => {
+  it("refuses to start on a non-loopback address without a token", async () => {
+    await expect(startTestLathe({ control: { host: "0.0.0.0", port: 0 } })).rejects.toThrow(/not a loopback address: set control\.token/);
+  });
+});

@@ -62,6 +62,10 @@ describe("WARCPROX_WRITE_RECORD", () => {
     expect(JSON.parse(shot.get("WARC-JSON-Metadata")!).variant).toBe("screenshot");
     expect(JSON.parse(thumb.get("WARC-JSON-Metadata")!).variant).toBe("thumbnail");
     expect(shot.block.subarray(0, 4).toString("hex")).toBe("ffd8ffe0");
+    // dedup-buckets from Warcprox-Meta: the second fetch of the same payload is a revisit.
+    const again = recs.find((r) => r.get("WARC-Target-URI") === `${page}?again`)!;
+    expect(again.type).toBe("revisit");
+    expect(again.get("WARC-Refers-To")).toBe(pageRec.get("WARC-Record-ID"));
     expect(shot.block.length).toBe(4 + 256 * 40 + 2);
   });
 });

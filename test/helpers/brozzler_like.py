@@ -7,13 +7,18 @@ import sys
 import urllib.request
 
 proxy, page_url, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
-meta = json.dumps({"warc-prefix": prefix, "metadata": {"hop_path": None, "brozzled_url": page_url}}, separators=(",", ":"))
+meta = json.dumps({"warc-prefix": prefix, "dedup-buckets": {prefix + "-dedup": "rw"}, "metadata": {"hop_path": None, "brozzled_url": page_url}}, separators=(",", ":"))
 
 # The page itself, through the proxy (as the browser would fetch it).
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": "http://" + proxy}))
 req = urllib.request.Request(page_url, headers={"Warcprox-Meta": meta})
 with opener.open(req, timeout=30) as r:
     page = r.read()
+# The same payload under another URL: deduplicated in the job's bucket.
+req2 = urllib.request.Request(page_url + "?again", headers={"Warcprox-Meta": meta})
+with opener.open(req2, timeout=30) as r:
+    again = r.read()
+assert again == page
 
 def write_record(url, content_type, payload):
     headers = {"Content-Type": content_type, "WARC-Type": "resource", "Host": "N/A", "Warcprox-Meta": meta}
