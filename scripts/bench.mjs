@@ -328,7 +328,7 @@ async function main() {
     const subst = (a) => a.replaceAll("{port}", String(port)).replaceAll("{dir}", dir).replaceAll("{certs}", certs).replaceAll("{config}", config);
     const [cmd, ...args] = proxyCmd
       ? proxyCmd.split(/\s+/).map(subst)
-      : [process.execPath, lathe, "serve", "--port", String(port), "--control-port", "-1", "--dir", dir, "--certs", certs, "--config", config];
+      : [process.execPath, lathe, "serve", "--port", String(port), "--control-port=-1", "--dir", dir, "--certs", certs, "--config", config];
     say(`\n=== round ${round}: lathe (${[cmd === process.execPath ? "node" : cmd, ...args].join(" ")})`);
     server = await startServer("lathe", cmd, args, port, path.join(inst, "lathe.log"));
     const rss = rssSampler(server.pid);

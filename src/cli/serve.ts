@@ -9,7 +9,7 @@ export const SERVE_HELP = `lathe serve [options]   run the recording proxy
   --port PORT      proxy port (default 8000)
   --dir DIR        WARC output directory (default ./warcs)
   --certs DIR      CA directory (default ./certs)
-  --control-port P  REST control API port (default 8001; -1 disables it)
+  --control-port P  REST control API port (default 8001; --control-port=-1 disables it)
   --config FILE    settings file (default ./proxy.config.json); flags override it
   --json-logs      one JSON object per log line
 `;

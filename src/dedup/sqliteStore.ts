@@ -148,6 +148,7 @@ const SORT_MIN = 64;
 const SORT_CHUNK = 1 << 20;
 const CACHE_LIMIT = 10_000;
 const STAGED_MIN = 65_536;
+const WAL_CHECKPOINT_BYTES = 256 * 1024 * 1024;
 
 /** What to tell the operator about a database problem, by SQLite error code. */
 function describe(path: string, e: unknown): ProxyError {
@@ -730,7 +731,7 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
       // Checkpoint every 256 MB of WAL instead of 4 MB: a bulk add() dirties tens of MB, and
       // pages rewritten by several transactions then reach the database file once (-25% bytes
       // written at 10 million entries). The WAL is cut back to 64 MB after each checkpoint.
-      db.pragma("wal_autocheckpoint = 65536");
+      db.pragma(`wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / Number(db.pragma("page_size", { simple: true })))}`);
       db.pragma("journal_size_limit = 67108864");
     }
     db.pragma(`cache_size = -${Math.round(cacheMiB * 1024)}`);
