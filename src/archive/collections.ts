@@ -8,15 +8,8 @@ import Database from "better-sqlite3";
 import { ProxyError } from "../core/errors.js";
 import type { Config } from "../config/schema.js";
 
-export interface WarcinfoFields {
-  operator: string;
-  description: string;
-  isPartOf: string;
-  robots: string;
-  httpHeaderUserAgent: string;
-  httpHeaderFrom: string;
-  extra: Record<string, string>;
-}
+/** The warcinfo metadata of a collection: the same fields as the `warcinfo` config section. */
+export type WarcinfoFields = Config["warcinfo"];
 
 export interface Collection {
   name: string;

@@ -113,7 +113,10 @@ CREATE TABLE by_url_new(key INTEGER NOT NULL, seq INTEGER NOT NULL, tag INTEGER 
 `;
 const TABLES = ["meta", "state", "buckets", "files", "entries", "by_digest", "by_digest_new", "by_url", "by_url_new"];
 
-const COLUMNS = `e.seq, e.alg, e.digest, e.url, e.date, e.record_id AS recordId, f.name AS filename,
+// The file name as a scalar subquery on files' rowid: a LEFT JOIN would let the planner choose to
+// scan `files` whenever its statistics (PRAGMA optimize) say it is small.
+const COLUMNS = `e.seq, e.alg, e.digest, e.url, e.date, e.record_id AS recordId,
+  (SELECT name FROM files WHERE id = e.file) AS filename,
   e.offset, e.length, e.status, e.etag, e.last_modified AS lastModified`;
 
 interface Row {
@@ -174,19 +177,17 @@ function describe(path: string, e: unknown): ProxyError {
 
 /** The first 16 bytes of a non-empty file, or null when it does not exist or is empty. */
 function header(path: string): Buffer | null {
-  let fd: number;
+  let fd: number | undefined;
   try {
     fd = openSync(path, "r");
-  } catch (e) {
-    if (systemCode(e) === "ENOENT") return null;
-    throw new ProxyError("ERR_CONFIG", `cannot read dedup database ${path}: ${errorMessage(e)}`, e);
-  }
-  try {
     const buf = Buffer.alloc(16);
     const n = readSync(fd, buf, 0, 16, 0);
     return n === 0 ? null : buf.subarray(0, n);
+  } catch (e) {
+    if (systemCode(e) === "ENOENT") return null;
+    throw new ProxyError("ERR_CONFIG", `cannot read dedup database ${path}: ${errorMessage(e)}`, e);
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -375,7 +376,7 @@ class SqliteDedupStore implements DedupStore {
       this.#urlTree = new KeyTree(db, "by_url", "key, seq, tag");
     }
     // CROSS JOIN: walk the key's rows newest first, read each entry until one really matches.
-    const from = (t: string) => `FROM ${t} k CROSS JOIN entries e ON e.seq = k.seq LEFT JOIN files f ON f.id = e.file`;
+    const from = (t: string) => `FROM ${t} k CROSS JOIN entries e ON e.seq = k.seq`;
     this.#byDigest = ["by_digest_new", "by_digest"].map((t) =>
       db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND e.bucket = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`),
     );
@@ -709,9 +710,11 @@ export function openSqliteDedupStore(path: string, opts: SqliteDedupStoreOptions
     let state = checkExisting(file, db);
     if (state === "fresh") {
       if (readonly) throw new ProxyError("ERR_CONFIG", `dedup database ${file} is empty (opened read-only, so lathe will not create its schema)`);
-      // WAL before the first table; then the schema in one transaction, re-checked inside it in
-      // case another process created it meanwhile.
-      if (process.env.PS) db.pragma(`page_size = ${process.env.PS}`);
+      // Page size and WAL before the first table; then the schema in one transaction, re-checked
+      // inside it in case another process created it meanwhile. 8 KiB pages: bulk loads ~25%
+      // faster than 4 KiB (less per-page work for the same bytes), lookups as fast, while a
+      // one-entry add() still writes only ~7 pages (56 KB) of WAL; 16 KiB is no faster.
+      db.pragma("page_size = 8192");
       db.pragma("journal_mode = WAL");
       db.transaction(() => {
         if (checkExisting(file, db) !== "fresh") return;

@@ -582,7 +582,7 @@ describe("SQLite dedup store: kill -9", () => {
     if (!existsSync(storeModule)) throw new Error(`${storeModule} is missing: run npm run build`);
     const path = dbFile();
     let start = 0;
-    for (const min of [3000, 7000, 1500]) {
+    for (const min of [6000, 12000, 3000]) {
       const lastPrinted = await killWriter(path, start, min);
       // the batch boundaries this child run could have committed
       const boundaries = [start];
