@@ -563,10 +563,10 @@ class SqliteDedupStore implements DedupStore {
 
     // Keep the *_new trees near their bound, promoting as many entries as are over it (at most
     // about two batches' worth per add(), so a lowered bound never stalls one call). A batch of n
-    // entries dirties about min(n, staged/270) pages of a *_new tree and n/staged of the big one's
-    // pages: sqrt(n × entries) staged minimises the sum. Promoting costs CPU too, and pays only
-    // once the big tree has well over 26 batches' worth (below that, every batch dirties all its
-    // pages anyway), so until then nothing is promoted.
+    // entries dirties about min(n, pages of the *_new tree) pages there, plus the fraction
+    // n/staged of the big tree's pages when as many are promoted: sqrt(n × entries) staged
+    // minimises the sum. Promoting costs CPU as well and pays only once the big tree holds well
+    // over ~26 batches (below that a batch dirties most of its pages anyway): until then, none.
     const s = this.#state.get()!;
     const entriesNow = s.entries + n;
     this.#batchAvg = this.#batchAvg === 0 ? n : 0.8 * this.#batchAvg + 0.2 * n;

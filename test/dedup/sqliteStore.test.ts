@@ -553,7 +553,10 @@ describe("SQLite dedup store: kill -9", () => {
   const storeModule = fileURLToPath(new URL("../../dist/dedup/sqliteStore.js", import.meta.url));
   const writer = fileURLToPath(new URL("./fixtures/killWriter.mjs", import.meta.url));
 
-  /** Run the writer from `start` until it has committed at least `min` more entries, then SIGKILL it. */
+  /**
+   * Run the writer from `start` until it has committed at least `min` more entries, then SIGKILL
+   * it a random 0-30 ms later (anywhere in its loop: building a batch, inside add(), committing).
+   */
   function killWriter(path: string, start: number, min: number): Promise<number> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [writer, storeModule, path, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
@@ -565,14 +568,15 @@ describe("SQLite dedup store: kill -9", () => {
         const last = Number(out.trimEnd().split("\n").pop());
         if (!killed && last - start >= min) {
           killed = true;
-          child.kill("SIGKILL");
+          setTimeout(() => child.kill("SIGKILL"), Math.random() * 30);
         }
       });
       child.stderr.on("data", (d: Buffer) => (err += d));
       child.on("error", reject);
-      child.on("exit", (code, signal) => {
+      child.on("close", (code, signal) => {
         if (signal !== "SIGKILL") return reject(new Error(`writer exited ${code} before it was killed: ${err}`));
-        const printed = out.trimEnd().split("\n").map(Number);
+        // the last complete line: what the child reported committed before it died
+        const printed = out.slice(0, out.lastIndexOf("\n")).split("\n").map(Number);
         resolve(printed[printed.length - 1] ?? start);
       });
     });
@@ -582,7 +586,7 @@ describe("SQLite dedup store: kill -9", () => {
     if (!existsSync(storeModule)) throw new Error(`${storeModule} is missing: run npm run build`);
     const path = dbFile();
     let start = 0;
-    for (const min of [6000, 12000, 3000]) {
+    for (const min of [6000, 9000, 2000, 1000, 1500]) {
       const lastPrinted = await killWriter(path, start, min);
       // the batch boundaries this child run could have committed
       const boundaries = [start];
@@ -610,5 +614,7 @@ describe("SQLite dedup store: kill -9", () => {
       expect(tableCounts(path)).toEqual({ entries: start, byDigest: start, byUrl: start, state: start });
       raw(path, (db) => expect(db.pragma("integrity_check", { simple: true })).toBe("ok"));
     }
+    // the writer promoted entries to the big trees while it was being killed
+    raw(path, (db) => expect(db.prepare("SELECT count(*) FROM by_digest").pluck().get()).toBeGreaterThan(0));
   });
 });
