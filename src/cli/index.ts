@@ -95,7 +95,7 @@ export async function indexCommand(argv: string[], out: (s: string) => void, io:
   const log = io.log ?? createLogger({ level: "error" });
   let store: DedupStore;
   try {
-    store = (io.openStore ?? ((p, l) => openSqliteDedupStore(p, { log: l })))(db, log);
+    store = (io.openStore ?? ((p, l) => openSqliteDedupStore(p, { log: l, cacheMiB: 512 })))(db, log);
   } catch (e) {
     err(`lathe index: cannot open the dedup database ${db}: ${errorMessage(e)}\n`);
     return 1;
