@@ -4,6 +4,7 @@ import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
 import type { SocketTap } from "../upstream/tap.js";
+import { httpVersionToken } from "../capture/httpHead.js";
 import type { WarcVersion } from "../warc/date.js";
 import type { DigestAlgorithm } from "../warc/digest.js";
 import { buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
@@ -173,7 +174,7 @@ export class Archiver {
     const { digest } = this.#o;
     const version = ex.version ?? this.#o.version;
     const tls = ex.tap.tls;
-    const protocols = [httpToken(ex.response.startLine)];
+    const protocols = [httpVersionToken(ex.response.startLine)];
     if (tls?.protocol) protocols.push(tls.protocol);
     const meta: CaptureMeta = {
       dateMicros: ex.dateMicros,
@@ -193,7 +194,7 @@ export class Archiver {
           head: ex.response.storedHead,
           body: ex.response.body,
           blockDigest: ex.response.blockDigest,
-          payloadDigest: ex.response.payloadDigest ?? digestOfEmpty(digest),
+          payloadDigest: ex.response.payloadDigest ?? digestOf(digest),
           truncated: ex.response.truncated,
         },
         version,
@@ -216,18 +217,4 @@ export class Archiver {
     }
     return group;
   }
-}
-
-function httpToken(startLine: string): string {
-  const m = /^HTTP\/(\d\.\d)/.exec(startLine);
-  return m ? `http/${m[1]}` : "http/1.1";
-}
-
-const EMPTY: Record<DigestAlgorithm, string> = {
-  sha1: "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
-  sha256: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-};
-
-function digestOfEmpty(alg: DigestAlgorithm): string {
-  return EMPTY[alg];
 }

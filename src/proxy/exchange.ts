@@ -243,7 +243,6 @@ function rejectMeta(res: ServerResponse, e: WarcproxMetaError): void {
 export function handleExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, t: Target): void {
   const method = req.method ?? "GET";
   const uri = targetUri(t);
-  const hostPort = `${t.host}:${t.port}`;
   const session = sessionOf(ctx, req);
   if (session === "invalid") {
     req.resume();
