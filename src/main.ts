@@ -23,12 +23,20 @@ import { StatsRegistry } from "./control/stats.js";
 import { CrawlLog } from "./control/crawlLog.js";
 import type { ControlFacade } from "./control/facade.js";
 import { createControlServer } from "./control/api.js";
+import { cdxRoute } from "./control/cdxRoute.js";
+import { regenerateIndex } from "./index/live.js";
+import { CdxService } from "./index/service.js";
+import { LiveFeed } from "./control/liveFeed.js";
+import { liveRoutes } from "./control/livePage.js";
 import type { DedupStore } from "./dedup/types.js";
 import { type ProxyServer, createProxyServer } from "./proxy/server.js";
 import type { ProxyContext } from "./proxy/context.js";
 import { LeafCache } from "./tls/leafCache.js";
 import { type CaStore, loadOrCreateCa } from "./tls/store.js";
 import { createConnector } from "./upstream/connector.js";
+import { type Endpoint, createDestinationGuard } from "./upstream/destinations.js";
+import { assertNotOpenProxy } from "./config/validate.js";
+import type { LookupFunction } from "node:net";
 import { recoverOpenFiles } from "./warc/recovery.js";
 import type { WarcWriter } from "./warc/types.js";
 
@@ -45,6 +53,8 @@ export interface Lathe {
   writers: Map<string, WarcWriter>;
   dedupStore: DedupStore;
   facade: ControlFacade;
+  /** The collections' CDXJ indexes (GET /cdx). */
+  cdx: CdxService;
   /** `http://host:port` of the REST control API, or null when it is off. */
   controlUrl: string | null;
   /** Graceful stop: finish in-flight captures, close and rename every file. */
@@ -55,10 +65,13 @@ export interface StartOptions {
   clock?: Clock;
   ids?: IdSource;
   log?: Logger;
+  /** DNS resolver for upstream connections (tests point names at chosen addresses). */
+  lookup?: LookupFunction;
 }
 
 /** The composition root: build everything from a Config and start listening. */
 export async function startLathe(config: Config, o: StartOptions = {}): Promise<Lathe> {
+  assertNotOpenProxy(config);
   const log = o.log ?? createLogger({ level: config.log.level, json: config.log.json });
   const clock = o.clock ?? systemClock;
   const ids = o.ids ?? randomIds;
@@ -73,6 +86,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   for (const r of await recoverOpenFiles(warcDir, log)) {
     const removed = dedupStore.removeFileTail(r.file, r.keptBytes);
     if (removed) log.warn("dedup-entries-removed", { file: r.file, removed });
+    // Its CDXJ index is read again from what recovery kept (decisions.md §6).
+    await regenerateIndex(join(warcDir, r.file), r.deleted === true).catch((e: unknown) => log.error("cdx-index-regeneration-failed", { file: r.file, error: (e as Error).message }));
   }
   const ca = await loadOrCreateCa(resolve(config.certs.dir), log);
   const leaves = new LeafCache({ ca: ca.ca, leafKey: ca.leafKey, caCertPem: ca.caCertPem, maxEntries: config.certs.leafCacheSize });
@@ -80,6 +95,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   let port = config.proxy.port;
   const collections = new CollectionRegistry(join(warcDir, "lathe-state.sqlite3"), config);
   const sessions = new SessionRegistry();
+  const cdx = new CdxService({ warcDir, log, collections: () => collections.list().map((c) => c.name) });
+  await cdx.start();
   const writerRegistry = new WriterRegistry({
     config,
     warcDir,
@@ -89,12 +106,20 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     log,
     port: () => port,
     defaults: () => collections.get("default")!,
+    indexFor: (collection) => cdx.hookFor(collection),
   });
   const writers = writerRegistry.map;
   const writerFor = writerRegistry.writerFor;
   const dedup = new Deduplicator(dedupStore, log);
   const archiver = new Archiver({ writerFor, dedup, dedupPolicy: config.dedup, ids, version: config.warc.version, digest: config.warc.digest, log });
-  const connector = createConnector(config.upstream);
+  // lathe's own listening sockets, for loop detection (README "Security").
+  const ownEndpoints = new Map<string, Endpoint>();
+  const guard = createDestinationGuard({
+    denyAddresses: config.upstream.denyAddresses,
+    ownEndpoints: () => [...ownEndpoints.values()],
+    ...(o.lookup ? { lookup: o.lookup as unknown as typeof import("node:dns").lookup } : {}),
+  });
+  const connector = createConnector({ ...config.upstream, guard });
 
   // While a writer is failed, requests get 503; a probe at most every second finds out when
   // writing works again, so recording resumes without a restart.
@@ -192,6 +217,12 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
       const addr = await server.listen(wanted, config.proxy.host);
       sessionServers.set(session.id, server);
       server.server.once("close", () => sessionServers.delete(session.id));
+      ownEndpoints.set(`session:${session.id}`, { address: addr.address, port: addr.port });
+      const closeServer = server.close.bind(server);
+      server.close = (graceMs) => {
+        ownEndpoints.delete(`session:${session.id}`);
+        return closeServer(graceMs);
+      };
       return { server, port: addr.port };
     },
     status: () => ({
@@ -223,9 +254,11 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   };
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
+  ownEndpoints.set("proxy", { address: address.address, port: address.port });
   // The REST control API, on its own port; never reachable off loopback without a token.
   const token = config.control.token ?? process.env.LATHE_CONTROL_TOKEN ?? null;
   let control: ControlServer | null = null;
+  let liveFeed: LiveFeed | null = null;
   let controlUrl: string | null = null;
   if (config.control.port !== -1) {
     const loopback = /^(127\.|::1$|localhost$)/.test(config.control.host);
@@ -233,10 +266,14 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
       await proxy.close(0);
       throw new ProxyError("ERR_CONFIG", `control.host ${config.control.host} is not a loopback address: set control.token (or LATHE_CONTROL_TOKEN) so the control API is not open to anyone`);
     }
-    control = createControlServer(facade, { token, log: log.child({ component: "control" }) });
+    // The live page (`/`) and its data: recent captures per session and collection, fed after each write.
+    liveFeed = new LiveFeed({ version: VERSION, warcDir, sessions: () => sessions.list(), collections: () => collections.list(), writers: () => writerRegistry.map.entries() });
+    liveFeed.attach(archiver);
+    control = createControlServer(facade, { token, log: log.child({ component: "control" }), extraRoutes: [...liveRoutes(liveFeed, { version: VERSION, tokenConfigured: token !== null }), cdxRoute(cdx, collections)] });
     try {
       const a = await control.listen(config.control.port, config.control.host);
       controlUrl = `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
+      ownEndpoints.set("control", { address: a.address, port: a.port });
       log.info("control-listening", { address: controlUrl });
     } catch (e) {
       await proxy.close(0);
@@ -259,14 +296,17 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     writers,
     dedupStore,
     facade,
+    cdx,
     controlUrl,
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         await proxy.close(graceMs);
+        liveFeed?.close();
         await control?.close();
         connector.destroy();
         await Promise.all([...sessionServers.values()].map((p) => p.close(graceMs)));
         await writerRegistry.closeAll();
+        await cdx.close();
         collections.close();
         rates.stop();
         await ctx.crawlLog?.close();

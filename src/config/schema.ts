@@ -17,6 +17,11 @@ export interface Config {
     /** Credentials that select the default collection in `required` mode. */
     defaultUser: string | null;
     defaultPassword: string | null;
+    /**
+     * Client addresses (CIDR) allowed to connect; others are closed at once. [] = anyone who can
+     * reach the address. Binding a non-loopback address needs this or `auth: "required"`.
+     */
+    allowClients: string[];
   };
   upstream: {
     connectTimeoutMs: number;
@@ -32,6 +37,8 @@ export interface Config {
     /** Hosts never contacted (exact, or `*.suffix`); 403 before any DNS lookup. */
     denyHosts: string[];
     maxSocketsPerHost: number;
+    /** Addresses (CIDR) never connected to, checked after DNS resolution: 403. Cloud metadata by default. */
+    denyAddresses: string[];
   };
   capture: {
     spoolMemoryBytes: number;
@@ -109,6 +116,7 @@ export const DEFAULTS: Config = {
     auth: "optional",
     defaultUser: null,
     defaultPassword: null,
+    allowClients: [],
   },
   upstream: {
     connectTimeoutMs: 30_000,
@@ -121,6 +129,10 @@ export const DEFAULTS: Config = {
     allowHosts: [],
     denyHosts: [],
     maxSocketsPerHost: 64,
+    // Cloud metadata services: AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle (169.254.169.254),
+    // AWS ECS task metadata (169.254.170.2), Alibaba (100.100.100.200), AWS IPv6 (fd00:ec2::254),
+    // GCP IPv6 (fd20:ce::254).
+    denyAddresses: ["169.254.169.254/32", "169.254.170.2/32", "100.100.100.200/32", "fd00:ec2::254/128", "fd20:ce::254/128"],
   },
   capture: {
     spoolMemoryBytes: 1024 * 1024,

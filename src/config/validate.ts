@@ -1,5 +1,6 @@
 import { ProxyError } from "../core/errors.js";
 import { type Config, type ConfigInput, DEFAULTS } from "./schema.js";
+import { parseCidr } from "../upstream/destinations.js";
 
 const TEMPLATE_FIELDS = new Set([
   "prefix", "timestamp17", "timestamp14", "serial", "hostname", "shorthostname", "pid", "port", "randomtoken",
@@ -40,6 +41,12 @@ const nullableStr: Rule = (v, p) => {
 const strList: Rule = (v, p) => {
   if (!Array.isArray(v)) fail(p, "must be an array of strings");
   (v as unknown[]).forEach((x, i) => nonEmpty(x, `${p}[${i}]`));
+};
+const cidrList: Rule = (v, p) => {
+  if (!Array.isArray(v)) fail(p, 'must be an array of addresses or CIDR blocks, e.g. ["10.0.0.0/8", "::1/128"]');
+  (v as unknown[]).forEach((x, i) => {
+    if (typeof x !== "string" || !parseCidr(x)) fail(`${p}[${i}]`, `must be an IP address or CIDR block such as "192.168.0.0/16", got ${JSON.stringify(x)}`);
+  });
 };
 const fieldMap: Rule = (v, p) => {
   if (!v || typeof v !== "object" || Array.isArray(v)) fail(p, "must be an object of name: value strings");
@@ -102,6 +109,7 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     auth: oneOf("optional", "required"),
     defaultUser: nullableStr,
     defaultPassword: nullableStr,
+    allowClients: cidrList,
   },
   upstream: {
     connectTimeoutMs: int(1),
@@ -114,6 +122,7 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     allowHosts: strList,
     denyHosts: strList,
     maxSocketsPerHost: int(1),
+    denyAddresses: cidrList,
   },
   capture: {
     spoolMemoryBytes: int(0),
@@ -195,6 +204,25 @@ export function resolveConfig(...layers: unknown[]): Config {
     }
   }
   return out as unknown as Config;
+}
+
+/** Is `host` (a listening address) reachable from this machine only? */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return /^127\.\d+\.\d+\.\d+$/.test(h) || /^::ffff:127\./.test(h) || h === "::1" || h === "localhost";
+}
+
+/**
+ * lathe is not an open proxy (README "Security"): on an address other hosts can reach, every
+ * client must authenticate (`proxy.auth: "required"`) or come from `proxy.allowClients`.
+ */
+export function assertNotOpenProxy(config: Config): void {
+  const p = config.proxy;
+  if (isLoopbackHost(p.host) || p.auth === "required" || p.allowClients.length > 0) return;
+  throw new ProxyError(
+    "ERR_CONFIG",
+    `proxy.host ${p.host} is not a loopback address, so lathe would be an open proxy: set proxy.auth to "required" (clients authenticate with Proxy-Authorization; set proxy.defaultUser/defaultPassword for the default collection) or list the clients allowed in proxy.allowClients (CIDR blocks, e.g. ["192.168.1.0/24"]), or bind to 127.0.0.1`,
+  );
 }
 
 export type { ConfigInput };

@@ -57,7 +57,7 @@ export function handleConnect(
     socket.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="lathe"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     return;
   }
-  const refused = refusal(ctx, target.host, session);
+  const refused = refusal(ctx, target.host, session, target.port);
   if (refused) {
     sendPlainOnSocket(socket, refused.status, refused.message);
     return;

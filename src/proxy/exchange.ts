@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
-import type { Socket } from "node:net";
+import { type Socket, isIP } from "node:net";
 import { MessageCapture, type CapturedMessage, type Truncation } from "../capture/messageCapture.js";
 import { ProxyError } from "../core/errors.js";
 import type { CaptureOutcome, CompletedExchange } from "../archive/pipeline.js";
@@ -17,8 +17,16 @@ import { blockAnswer, matchBlock } from "../control/blocks.js";
 import { WarcproxMetaError } from "../control/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
-/** Why a request may not go upstream at all (checked before any DNS lookup), or null. */
-export function refusal(ctx: ProxyContext, host: string, session: Session | null = null): { status: number; message: string } | null {
+/**
+ * Why a request may not go upstream at all (checked before any DNS lookup), or null. An IP
+ * literal is checked against loops and upstream.denyAddresses here; names are checked on the
+ * addresses they resolve to, by the connector.
+ */
+export function refusal(ctx: ProxyContext, host: string, session: Session | null = null, port?: number): { status: number; message: string } | null {
+  if (port !== undefined && isIP(host)) {
+    const r = ctx.connector.guard.check(host, port);
+    if (r) return { status: r.status, message: `lathe: ${r.message}` };
+  }
   const { allowHosts, denyHosts } = ctx.config.upstream;
   if (session?.options.denyHosts?.some((p) => hostMatches(host, p))) {
     return { status: 403, message: `lathe: ${host} is refused in this recording session (a browser service, not the web being recorded); the request was not sent` };
@@ -110,9 +118,13 @@ function upstreamRequest(ctx: ProxyContext, t: Target, method: string, headers: 
     insecureHTTPParser: upstream.lenientParsing,
     maxHeaderSize: upstream.maxHeaderBytes,
   };
-  return t.scheme === "https"
+  const r = t.scheme === "https"
     ? https.request({ ...opts, agent: ctx.connector.https })
     : http.request({ ...opts, agent: ctx.connector.http });
+  // No 2000-field cap (Node's default would drop the rest silently): every field reaches the
+  // client; upstream.maxHeaderBytes bounds the section.
+  r.maxHeadersCount = 0;
+  return r;
 }
 
 /** Finalize both messages and hand the exchange to the archive pipeline. */
@@ -155,6 +167,7 @@ async function archiveExchange(
     collection: policy.collection,
     dedupPolicy: policy.dedupPolicy,
     dedupOk: policy.dedupOk,
+    session: policy.session?.id,
     ...(skipReason(policy, response) ? { skip: skipReason(policy, response)! } : {}),
   };
   const outcome = await ctx.archiver.archive(ex);
@@ -293,7 +306,7 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
   const method = req.method ?? "GET";
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
-  const refused = refusal(ctx, t.host, policy.session);
+  const refused = refusal(ctx, t.host, policy.session, t.port);
   if (refused) {
     admitted.release(null);
     req.resume();
@@ -335,7 +348,15 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     done = true;
     clearTimers();
     detach(caps);
-    const f = classifyUpstreamError(e, hostPort, caps.sentAt ? "head" : "connect");
+    let f = classifyUpstreamError(e, hostPort, caps.sentAt ? "head" : "connect");
+    if (f.error.code === "ERR_UPSTREAM_CLOSED" && t.scheme === "https" && caps.tap && !caps.tap.tls) {
+      // Closed or reset during the TLS handshake: a handshake failure (decisions.md §2), -2.
+      const why = (e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? "closed";
+      f = { status: 502, fetchStatus: -2, error: new ProxyError("ERR_TLS_HANDSHAKE", `TLS handshake with ${hostPort} failed: the connection was closed during the handshake (${why})`, e) };
+    } else if (f.error.code === "ERR_UPSTREAM_TIMEOUT" && caps.sentAt === null && f.fetchStatus === -4) {
+      // Nothing was sent yet: a connect (or TLS handshake) timeout, -2 in the crawl log; -4 is for a silent origin.
+      f = { ...f, fetchStatus: -2 };
+    }
     ctx.log.warn("upstream-failed", { uri, code: f.error.code, error: f.error.message });
     const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete;
     if (parseError) {
@@ -392,21 +413,27 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     }
     upReq.removeListener("error", fail);
     let truncation: Truncation | null = null;
-    const finish = (ended: "clean" | Truncation) => {
+    const finish = (ended: "clean" | Truncation, wireExact = false) => {
       if (done) return;
       done = true;
       clearTimers();
       detach(caps);
-      const archived = track(archiveExchange(ctx, uri, method, caps, ended, policy, admitted));
-      if (strict) {
+      const archived = track(archiveExchange(ctx, uri, method, caps, ended, policy, admitted, wireExact));
+      if (ended !== "clean") {
+        // Cut off (reset, parse error, time limit): the client must see an incomplete response,
+        // never a complete wrong one (a chunked `res.end()` would look complete).
+        res.destroy();
+      } else if (strict) {
         archived.then((ok) => (ok ? endClient() : res.destroy()), () => res.destroy());
       } else {
         endClient();
       }
     };
-    upReq.on("error", () => {
-      truncation ??= "disconnect";
-      finish(truncation);
+    upReq.on("error", (e: NodeJS.ErrnoException) => {
+      // A body Node's parser refused (bad chunk framing) is kept as received (decisions.md §1).
+      const parseError = typeof e?.code === "string" && e.code.startsWith("HPE_");
+      truncation ??= parseError ? "unspecified" : "disconnect";
+      finish(truncation, parseError);
       res.destroy();
     });
     if (ctx.config.capture.maxDurationMs > 0) {

@@ -28,6 +28,7 @@ const REASONS: Record<number, string> = {
   502: "Bad Gateway",
   503: "Service Unavailable",
   504: "Gateway Timeout",
+  508: "Loop Detected",
 };
 
 /** The same answer written on a raw socket (client errors before a request object exists, CONNECT). */

@@ -11,6 +11,7 @@ import type { LeafSource } from "./leafSource.js";
 import { sendPlain, sendPlainOnSocket } from "./respond.js";
 import { type Target, parseAbsoluteForm } from "./target.js";
 import { handleUpgrade } from "./upgrade.js";
+import { cidrMatcher } from "../upstream/destinations.js";
 
 export interface ProxyServer {
   listen(port: number, host: string): Promise<AddressInfo>;
@@ -26,6 +27,8 @@ function serverOptions(ctx: ProxyContext): http.ServerOptions {
     headersTimeout: p.headersTimeoutMs,
     requestTimeout: 0,
     keepAliveTimeout: p.keepAliveTimeoutMs,
+    // How often Node checks headersTimeout (default every 30 s, so a 30 s limit could take 60).
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(p.headersTimeoutMs / 4))),
     // HTTP/1.0 clients may send absolute-form requests without Host.
     requireHostHeader: false,
     joinDuplicateHeaders: false,
@@ -124,12 +127,30 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
   // Connections are accepted here, not by the HTTP server: the first bytes tell a warcprox
   // WARCPROX_WRITE_RECORD (a method Node's parser refuses) from ordinary HTTP.
   const sockets = new Set<Socket>();
+  // proxy.allowClients: anyone else is closed before a byte is read (README "Security").
+  const allowList = ctx.config.proxy.allowClients;
+  const allowed = allowList.length > 0 ? cidrMatcher(allowList) : null;
   const listener = net.createServer({ noDelay: true }, (s: Socket) => {
+    if (allowed && !allowed(s.remoteAddress ?? "")) {
+      ctx.log.debug("client-refused", { address: s.remoteAddress, reason: "not in proxy.allowClients" });
+      s.on("error", () => undefined);
+      s.destroy();
+      return;
+    }
     sockets.add(s);
     s.once("close", () => sockets.delete(s));
     s.on("error", () => s.destroy());
     if (bound.session) markSession(s, bound.session);
+    // Node's headersTimeout starts with the parser; a client that connects and never sends a
+    // byte is closed here, after the same time (slowloris, idle connection floods).
+    const silent = setTimeout(() => {
+      ctx.log.debug("client-timeout", { address: s.remoteAddress, reason: "no request within proxy.headersTimeoutMs" });
+      s.destroy();
+    }, ctx.config.proxy.headersTimeoutMs);
+    silent.unref();
+    s.once("close", () => clearTimeout(silent));
     s.once("data", (first: Buffer) => {
+      clearTimeout(silent);
       s.pause();
       if (isWriteRecordStart(first)) {
         handleWriteRecord(ctx, s, first);

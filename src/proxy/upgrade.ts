@@ -29,7 +29,7 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
   } catch (e) {
     return sendPlainOnSocket(client, 400, `lathe: ${(e as Error).message}`);
   }
-  const refused = refusal(ctx, t.host, policy.session);
+  const refused = refusal(ctx, t.host, policy.session, t.port);
   if (refused) {
     sendPlainOnSocket(client, refused.status, refused.message);
     return;
@@ -97,6 +97,7 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
       series: policy.series,
       version: policy.collection.warcVersion,
       collection: policy.collection,
+      session: policy.session?.id,
       ...(policy.noArchive ? { skip: 'Warcprox-Meta warc-prefix "-"' } : {}),
     });
     countOutcome(ctx, policy, outcome);

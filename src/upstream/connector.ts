@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { ProxyError } from "../core/errors.js";
 import type { TlsInfo } from "../warc/records.js";
 import { installTap } from "./tap.js";
+import { type DestinationGuard, NO_GUARD } from "./destinations.js";
 
 export interface ConnectorOptions {
   connectTimeoutMs: number;
@@ -13,6 +14,8 @@ export interface ConnectorOptions {
   rejectInvalidCerts: boolean;
   /** Extra CA PEM file trusted upstream, in addition to Node's roots. */
   caFile: string | null;
+  /** Loop and deny-list checks on the address connected to (README "Security"). */
+  guard?: DestinationGuard;
 }
 
 /**
@@ -25,6 +28,8 @@ export interface Connector {
   /** Agents whose sockets are never pooled (upgraded connections are never reused). */
   httpFresh: http.Agent;
   httpsFresh: https.Agent;
+  /** The loop and deny-list checks every connection passes (README "Security"). */
+  guard: DestinationGuard;
   destroy(): void;
 }
 
@@ -45,8 +50,21 @@ export function createConnector(o: ConnectorOptions): Connector {
   const secureContext = tls.createSecureContext(extraCa ? { ca: [...tls.rootCertificates, extraCa] } : {});
   const agentOpts = { keepAlive: true, maxSockets: o.maxSocketsPerHost, maxFreeSockets: 256, scheduling: "lifo" as const };
 
+  const guard = o.guard ?? NO_GUARD;
+  /** A socket that fails at once, without connecting, when the destination is refused. */
+  const refusedSocket = (host: string, port: number): net.Socket | null => {
+    const refused = net.isIP(host) ? guard.check(host, port) : null;
+    if (!refused) return null;
+    const s = new net.Socket();
+    process.nextTick(() => s.destroy(refused));
+    return s;
+  };
+
   const plainConnection = (opts: net.NetConnectOpts): net.Socket => {
-    const socket = net.connect({ ...(opts as net.TcpNetConnectOpts), noDelay: true });
+    const o2 = opts as net.TcpNetConnectOpts;
+    const early = refusedSocket(String(o2.host ?? ""), Number(o2.port));
+    if (early) return early;
+    const socket = net.connect({ ...o2, noDelay: true, lookup: guard.lookupFor(Number(o2.port)) });
     const tap = installTap(socket);
     socket.once("connect", () => {
       tap.ip = socket.remoteAddress;
@@ -57,8 +75,11 @@ export function createConnector(o: ConnectorOptions): Connector {
 
   const tlsConnection = (opts: tls.ConnectionOptions): tls.TLSSocket => {
     const host = String(opts.host ?? "");
+    const early = refusedSocket(host, Number(opts.port));
+    if (early) return early as tls.TLSSocket;
     const socket = tls.connect({
       ...opts,
+      lookup: guard.lookupFor(Number(opts.port)),
       // SNI is a DNS name; IP literals get none (RFC 6066 §3).
       servername: net.isIP(host) ? "" : host,
       ALPNProtocols: ["http/1.1"],
@@ -93,6 +114,7 @@ export function createConnector(o: ConnectorOptions): Connector {
   const agents = { http: makeHttp(true), https: makeHttps(true), httpFresh: makeHttp(false), httpsFresh: makeHttps(false) };
   return {
     ...agents,
+    guard,
     destroy() {
       for (const a of Object.values(agents)) a.destroy();
     },

@@ -1,4 +1,5 @@
 import { ProxyError, errorMessage, isProxyError, systemCode } from "../core/errors.js";
+import { DestinationRefused } from "./destinations.js";
 
 const CERT_CODES = new Set([
   "CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "SELF_SIGNED_CERT_IN_CHAIN",
@@ -9,13 +10,17 @@ const CERT_CODES = new Set([
 
 /** An upstream failure as the client should hear it: status and a plain reason naming the host. */
 export interface UpstreamFailure {
-  status: 502 | 504;
+  status: 403 | 502 | 504 | 508;
   error: ProxyError;
   /** Heritrix crawl-log fetch status for the failure (decisions.md §2). */
   fetchStatus: number;
 }
 
 export function classifyUpstreamError(e: unknown, hostPort: string, phase: "connect" | "head"): UpstreamFailure {
+  if (e instanceof DestinationRefused) {
+    // Refused by lathe itself (loop, upstream.denyAddresses): Heritrix's "blocked by a processor".
+    return { status: e.status, error: e, fetchStatus: -5000 };
+  }
   if (isProxyError(e)) {
     return { status: e.code === "ERR_UPSTREAM_TIMEOUT" ? 504 : 502, error: e, fetchStatus: e.code === "ERR_UPSTREAM_TIMEOUT" ? -4 : -2 };
   }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveConfig } from "../../src/config/validate.js";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { type Lathe, startLathe } from "../../src/main.js";
+import { type Lathe, type StartOptions, startLathe } from "../../src/main.js";
 import { silentLogger } from "../../src/core/log.js";
 
 export interface TestLathe extends Lathe {
@@ -12,8 +12,8 @@ export interface TestLathe extends Lathe {
   certsDir: string;
 }
 
-export async function startTestLathe(overrides: ConfigInput = {}, opts: { certsDir?: string } = {}): Promise<TestLathe> {
-  const dir = mkdtempSync(join(tmpdir(), "lathe-warcs-"));
+export async function startTestLathe(overrides: ConfigInput = {}, opts: { certsDir?: string; warcDir?: string } & Pick<StartOptions, "log" | "lookup"> = {}): Promise<TestLathe> {
+  const dir = opts.warcDir ?? mkdtempSync(join(tmpdir(), "lathe-warcs-"));
   const certsDir = opts.certsDir ?? mkdtempSync(join(tmpdir(), "lathe-certs-"));
   const config = resolveConfig(
     {
@@ -24,6 +24,9 @@ export async function startTestLathe(overrides: ConfigInput = {}, opts: { certsD
     },
     overrides,
   );
-  const lathe = await startLathe(config, { log: process.env.LATHE_TEST_LOG ? undefined : silentLogger });
+  const lathe = await startLathe(config, {
+    log: opts.log ?? (process.env.LATHE_TEST_LOG ? undefined : silentLogger),
+    ...(opts.lookup ? { lookup: opts.lookup } : {}),
+  });
   return Object.assign(lathe, { dir, certsDir });
 }
