@@ -34,12 +34,35 @@ export interface CompletedExchange {
   dedupOk?: boolean;
   /** Skip writing altogether (`warc-prefix: "-"`, a mime-type filter); the reason is logged. */
   skip?: string;
+  /** The recording session the capture belongs to, if any (for observers such as the live page). */
+  session?: string;
 }
 
 export type CaptureOutcome =
   | { kind: "written"; records: WrittenRecord[]; revisit: boolean }
   | { kind: "skipped"; reason: string }
   | { kind: "failed"; error: ProxyError };
+
+/**
+ * What an observer hears, after the write (or its failure): one capture, or one record written
+ * alone (a pushed resource). Observers must be quick and must not throw (a throw is ignored).
+ */
+export type ArchiveEvent =
+  | {
+      kind: "capture";
+      uri: string;
+      method: string;
+      status: number;
+      /** The response's Content-Type, if it had one. */
+      contentType: string | null;
+      series: string;
+      collection: string | null;
+      session: string | null;
+      outcome: CaptureOutcome;
+    }
+  | { kind: "record"; series: string; collection: string | null; draft: RecordDraft; record: WrittenRecord };
+
+export type ArchiveObserver = (e: ArchiveEvent) => void;
 
 export interface ArchiverOptions {
   writerFor(series: string, collection?: import("./collections.js").Collection): WarcWriter;
@@ -69,12 +92,33 @@ export class Archiver {
   readonly #pages = new Map<string, { id: string; date: string; atMs: number }>();
   readonly #pending = new Map<string, Array<Promise<void>>>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
+  /** Told of every capture outcome and every record written alone (the live page listens here). */
+  readonly observers = new Set<ArchiveObserver>();
 
   constructor(o: ArchiverOptions) {
     this.#o = o;
   }
 
   async archive(ex: CompletedExchange): Promise<CaptureOutcome> {
+    const outcome = await this.#archive(ex);
+    if (this.observers.size) {
+      const contentType = ex.response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value ?? null;
+      this.#tell({ kind: "capture", uri: ex.targetUri, method: ex.method, status: ex.response.status, contentType, series: ex.series, collection: ex.collection?.name ?? null, session: ex.session ?? null, outcome });
+    }
+    return outcome;
+  }
+
+  #tell(e: ArchiveEvent): void {
+    for (const o of this.observers) {
+      try {
+        o(e);
+      } catch (err) {
+        this.#o.log.error("archive-observer-failed", { error: errorMessage(err) });
+      }
+    }
+  }
+
+  async #archive(ex: CompletedExchange): Promise<CaptureOutcome> {
     if (ex.skip) {
       await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
       this.#o.log.debug("capture-skipped", { uri: ex.targetUri, reason: ex.skip });
@@ -167,6 +211,7 @@ export class Archiver {
   async writeAlone(series: string, draft: RecordDraft, collection?: import("./collections.js").Collection): Promise<WrittenRecord> {
     const [w] = await this.#o.writerFor(series, collection).write([draft]);
     this.stats.records++;
+    if (this.observers.size) this.#tell({ kind: "record", series, collection: collection?.name ?? null, draft, record: w! });
     return w!;
   }
 
