@@ -8,7 +8,7 @@ import type { Clock } from "../core/clock.js";
 import type { IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcWriter } from "../warc/types.js";
-import { createWarcWriter, type WarcFileWriter } from "../warc/writer.js";
+import { createWarcWriter, type WarcFileWriter, type WriterIndexHook } from "../warc/writer.js";
 import type { Collection, CollectionEvent } from "./collections.js";
 
 export interface WriterRegistryOptions {
@@ -21,6 +21,8 @@ export interface WriterRegistryOptions {
   port(): number;
   defaults(): Collection;
   onFileClosed?(path: string): void;
+  /** The live CDXJ index of a series' files, by the series' collection. */
+  indexFor?(collection: string): WriterIndexHook;
 }
 
 export class WriterRegistry {
@@ -58,6 +60,7 @@ export class WriterRegistry {
         log: this.#o.log,
         spoolDir: this.#o.config.capture.spoolDir ?? undefined,
         ...(this.#o.onFileClosed ? { onFileClosed: this.#o.onFileClosed } : {}),
+        ...(this.#o.indexFor ? { index: this.#o.indexFor(coll.name) } : {}),
       });
       this.map.set(series, w);
       this.#collectionOf.set(series, coll);

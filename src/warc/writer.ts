@@ -17,7 +17,7 @@ import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
 import { encodeRecord, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
-import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
+import { RECORD_TRAILER, headerFields, serializeHeader } from "./serialize.js";
 import { syncDir } from "./syncDir.js";
 import type { RecordDraft, WarcWriter, WriterState, WrittenRecord } from "./types.js";
 import { buildWarcinfo, hostIp, type WarcinfoInfo } from "./warcinfo.js";
@@ -84,7 +84,33 @@ export interface WarcWriterOptions {
   encodeConcurrency?: number;
   /** Called with the final path after each file is closed and renamed. */
   onFileClosed?: (finalPath: string) => void;
+  /** The live index of this series' files (issue "CDXJ index"); its failures never fail a write. */
+  index?: WriterIndexHook;
   fs?: WriterFs;
+}
+
+/** A record as it landed: its draft, the header fields as written, and where its bytes are. */
+export interface LandedRecord {
+  draft: RecordDraft;
+  /** Header fields in file order (WARC-Warcinfo-ID and Content-Length included). */
+  fields: Array<[string, string]>;
+  offset: number;
+  length: number;
+}
+
+/**
+ * Told about each file of a series, in queue order: a new `.open` file, each group once its
+ * bytes are in the file (before `write()` resolves, while the drafts' block sources are still
+ * readable), the close (before the rename, so the final name never exists without its index),
+ * and the end of a file the writer gave up on.
+ */
+export interface WriterIndexHook {
+  opened(file: { name: string; openPath: string; finalPath: string }): Promise<void>;
+  written(name: string, records: LandedRecord[]): Promise<void>;
+  closing(name: string): Promise<void>;
+  closed(name: string, finalPath: string): void;
+  /** The file was removed (`removed`) or left `.open` for start-up recovery. */
+  abandoned(name: string, removed: boolean): void;
 }
 
 export interface WarcFileWriter extends WarcWriter {
@@ -243,6 +269,7 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       if (strict) await fs.syncDir(opts.dir);
       cur = { name, finalPath, openPath, fh, warcinfoId: id, size: rec.size, records: 0 };
       log.info("warc-file-opened", { file: openPath });
+      await hook("opened", () => opts.index?.opened({ name, openPath, finalPath }));
       return cur;
     } catch (e) {
       await fh.close().catch(() => {});
@@ -281,6 +308,10 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       await rollback(f, start, fresh, syncing);
       throw err;
     }
+    if (opts.index) {
+      const landed: LandedRecord[] = out.map((w, i) => ({ draft: group[i]!, fields: headerFields(group[i]!, { version: opts.version, warcinfoId: f.warcinfoId }), offset: w.offset, length: w.length }));
+      await hook("written", () => opts.index?.written(f.name, landed));
+    }
     f.size = pos;
     f.records += group.length;
     recordsWritten += group.length;
@@ -312,6 +343,7 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     await f.fh.close().catch(() => {});
     if (fresh) await fs.unlink(f.openPath).catch(() => {});
     else log.error("warc-file-abandoned", { file: f.openPath, keptBytes: start });
+    await hook("abandoned", () => opts.index?.abandoned(f.name, fresh));
   }
 
   async function closeCurrent(): Promise<void> {
@@ -324,20 +356,33 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       await f.fh.sync();
       op = "close";
       await f.fh.close();
+      await hook("closing", () => opts.index?.closing(f.name));
       op = "rename";
       await fs.rename(f.openPath, f.finalPath);
       op = "fsync the directory of";
       await fs.syncDir(opts.dir);
     } catch (e) {
       if (op === "fsync") await f.fh.close().catch(() => {});
-      throw failure(f.openPath, e, op); // stays `.open`; start-up recovery finishes it
+      const err = failure(f.openPath, e, op); // stays `.open`; start-up recovery finishes it
+      if (op !== "fsync the directory of") await hook("abandoned", () => opts.index?.abandoned(f.name, false));
+      throw err;
     }
     filesWritten.push(f.name);
     log.info("warc-file-closed", { file: f.finalPath, bytes: f.size, records: f.records });
+    await hook("closed", () => opts.index?.closed(f.name, f.finalPath));
     try {
       opts.onFileClosed?.(f.finalPath);
     } catch (e) {
       log.error("warc-file-closed-callback-failed", { file: f.finalPath, error: e });
+    }
+  }
+
+  /** The index is derived data (it can be rebuilt from the file): its failure is logged, never thrown. */
+  async function hook(what: string, call: () => Promise<void> | void): Promise<void> {
+    try {
+      await call();
+    } catch (e) {
+      log.error("warc-index-failed", { what, error: errorMessage(e) });
     }
   }
 

@@ -1,0 +1,277 @@
+/**
+ * The live CDXJ index (issue "CDXJ index"; decisions.md §6): while `NAME.warc.gz.open` is
+ * written, each group's index lines are appended to `NAME.warc.gz.cdxj.open` (unsorted, a
+ * journal) and kept in memory; when the writer closes the file, the sorted `NAME.warc.gz.cdxj`
+ * is written (temporary file + rename) before the WARC gets its final name, and the journal is
+ * removed.
+ *
+ * The lines come from the same entry builder as `lathe index --cdxj` (cdxj.ts), fed with the
+ * record drafts as they landed: the header fields as the writer serialised them, the block from
+ * the draft's parts, the offset and length of the gzip member on disk. Pairing of a response with
+ * its POST/PUT request follows the same adjacency rule as the file reader, across groups too. If
+ * anything goes wrong for a file, its index is rebuilt from the closed file instead.
+ */
+import { appendFile, rm } from "node:fs/promises";
+import { basename } from "node:path";
+import type { Readable } from "node:stream";
+import { errorMessage } from "../core/errors.js";
+import type { Logger } from "../core/log.js";
+import { parseHttpHead, type HttpHead, type WarcRecord } from "../warc/reader.js";
+import type { BlockPart, RecordDraft } from "../warc/types.js";
+import type { LandedRecord, WriterIndexHook } from "../warc/writer.js";
+import { buildEntry, computedPayloadDigest, formatCdxj, indexWarc, isIndexed, pairOf, postAppendFor, sortLines, type PostAppend } from "./cdxj.js";
+import { writeLinesToFile } from "./build.js";
+
+const MIB = 1024 * 1024;
+/** As the file reader: blocks up to 8 MiB are kept whole (the head is looked for in the first 1 MiB), larger ones 256 KiB. */
+const KEEP_BLOCK = 8 * MIB;
+const MAX_HEAD = 1 * MIB;
+const PREFIX = 256 * 1024;
+
+const partSize = (p: BlockPart): number => (p instanceof Uint8Array ? p.byteLength : p.size);
+
+async function* partsStream(parts: BlockPart[]): AsyncGenerator<Buffer> {
+  for (const p of parts) {
+    if (p instanceof Uint8Array) {
+      if (p.byteLength > 0) yield Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+    } else if (p.size > 0) {
+      const s: Readable = p.createReadStream();
+      for await (const c of s) yield c as Buffer;
+    }
+  }
+}
+
+/** The first `n` bytes of a block (fewer if it is shorter). */
+async function blockHead(parts: BlockPart[], n: number): Promise<Buffer> {
+  const out: Buffer[] = [];
+  let got = 0;
+  for await (const c of partsStream(parts)) {
+    const take = Math.min(c.length, n - got);
+    out.push(c.subarray(0, take));
+    got += take;
+    if (got >= n) break;
+  }
+  return Buffer.concat(out);
+}
+
+/**
+ * A WarcRecord view of a landed draft, with what the entry builder needs worked out up front
+ * (HTTP head, payload digest, POST query): the draft's spooled block may be released as soon as
+ * its write resolves, and a record may only pair with the next group's first record.
+ */
+export interface PreparedRecord {
+  rec: WarcRecord;
+  /** The payload digest of an indexed record. */
+  digest: string | null;
+  /** For a request: what it adds to the response it pairs with (POST/PUT only). */
+  post: PostAppend | null;
+}
+
+export async function prepareLanded(l: LandedRecord, filename: string): Promise<PreparedRecord> {
+  const rec = await landedRecord(l.draft, l.fields, l.offset, l.length, filename);
+  rec.httpHead();
+  const digest = isIndexed(rec) ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
+  const post = rec.warcType === "request" ? await postAppendFor(rec) : null;
+  return { rec, digest, post };
+}
+
+async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, offset: number, length: number, file: string): Promise<WarcRecord> {
+  // Values as the reader sees them: the serialised UTF-8 decoded again, trimmed.
+  const headers = fields.map(([n, v]) => [n, Buffer.from(v, "utf8").toString("utf8").trim()] as const);
+  const lower = headers.map(([n]) => n.toLowerCase());
+  const get = (name: string): string | null => {
+    const i = lower.indexOf(name.toLowerCase());
+    return i < 0 ? null : headers[i]![1];
+  };
+  const getAll = (name: string): string[] => headers.filter((_, i) => lower[i] === name.toLowerCase()).map(([, v]) => v);
+  const size = d.block.reduce((n, p) => n + partSize(p), 0);
+  const prefixLen = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
+  // Usually the HTTP head is the first part, whole: no need to read the spool then.
+  const first = d.block[0];
+  const prefix = first instanceof Uint8Array && first.byteLength >= prefixLen ? Buffer.from(first.buffer, first.byteOffset, prefixLen) : await blockHead(d.block, prefixLen);
+  const t = get("warc-target-uri");
+  const warcType = get("warc-type") ?? "";
+  let http: HttpHead | null | undefined;
+  const rec: WarcRecord = {
+    file,
+    offset,
+    length,
+    aligned: true,
+    version: "",
+    headers,
+    warcType,
+    contentLength: size,
+    targetUri: t !== null && t.startsWith("<") && t.endsWith(">") ? t.slice(1, -1) : t,
+    date: get("warc-date"),
+    recordId: get("warc-record-id"),
+    headerLength: 0,
+    trailerOk: true,
+    blockPrefix: prefix,
+    blockKept: prefix.length === size,
+    get,
+    getAll,
+    httpHead() {
+      if (http === undefined) {
+        const ct = get("content-type");
+        const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
+        http = httpish && size > 0 ? parseHttpHead(prefix) : null;
+      }
+      return http;
+    },
+    async readBlock() {
+      const parts: Buffer[] = [];
+      for await (const c of partsStream(d.block)) parts.push(c);
+      return Buffer.concat(parts);
+    },
+    blockStream: () => partsStream(d.block),
+  };
+  return rec;
+}
+
+/**
+ * The index lines of one WARC file as its groups land, in file order. `add` returns the lines
+ * that are new; a line may be replaced later (a response whose POST request is the first
+ * record of the next group), which `lines()` reflects.
+ */
+export class LiveFileLines {
+  readonly filename: string;
+  #lines: string[] = [];
+  #prev: { p: PreparedRecord; line: string | null } | null = null;
+  #sorted: string[] | null = null;
+
+  constructor(filename: string) {
+    this.filename = filename;
+  }
+
+  get count(): number {
+    return this.#lines.length;
+  }
+
+  /** Records of one group, in file order; returns the lines to journal. */
+  add(records: PreparedRecord[]): string[] {
+    const added: string[] = [];
+    const entry = (p: PreparedRecord, req: PreparedRecord | null): string | null => (p.digest === null ? null : formatCdxj(buildEntry(p.rec, this.filename, p.digest, req ? req.post : null)));
+    const push = (line: string | null) => {
+      if (line === null) return;
+      this.#lines.push(line);
+      added.push(line);
+    };
+    for (const p of records) {
+      const prev = this.#prev;
+      const pair = prev ? pairOf(prev.p.rec, p.rec) : null;
+      if (prev && pair) {
+        if (pair.resp === prev.p.rec) {
+          // The response went in plain; with its request known, its line may change.
+          const line = entry(prev.p, p);
+          if (line !== prev.line) {
+            if (prev.line !== null) {
+              const i = this.#lines.lastIndexOf(prev.line);
+              if (i >= 0) this.#lines.splice(i, 1);
+            }
+            push(line);
+          }
+          push(entry(p, null));
+        } else {
+          push(entry(p, prev.p));
+        }
+        this.#prev = null;
+      } else {
+        const line = entry(p, null);
+        push(line);
+        this.#prev = { p, line };
+      }
+    }
+    if (added.length) this.#sorted = null;
+    return added;
+  }
+
+  /** All lines, sorted and de-duplicated as the file's index will be (cached until the next add). */
+  sorted(): string[] {
+    return (this.#sorted ??= sortLines(this.#lines));
+  }
+}
+
+export interface LiveIndexOptions {
+  /** Directory of the WARC files. */
+  dir: string;
+  log: Logger;
+  /** A file of the series was opened: `name` is its final name. */
+  onOpened?(name: string, lines: LiveFileLines): Promise<void> | void;
+  /** Its sorted index is on disk (`cdxjPath`) and the WARC has its final name. */
+  onClosed?(name: string, cdxjPath: string): void;
+  /** It was removed or left for recovery: its lines are no longer live. */
+  onDropped?(name: string): void;
+}
+
+export const indexPathOf = (warcPath: string): string => `${warcPath}.cdxj`;
+export const journalPathOf = (warcPath: string): string => `${warcPath}.cdxj.open`;
+
+/** The index hook of one writer (series). */
+export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
+  const files = new Map<string, { lines: LiveFileLines; openPath: string; finalPath: string; broken: boolean }>();
+  return {
+    async opened({ name, openPath, finalPath }) {
+      const lines = new LiveFileLines(name);
+      files.set(name, { lines, openPath, finalPath, broken: false });
+      await rm(journalPathOf(finalPath), { force: true });
+      await o.onOpened?.(name, lines);
+    },
+    async written(name, records) {
+      const f = files.get(name);
+      if (!f || f.broken) return;
+      try {
+        const prepared: PreparedRecord[] = [];
+        for (const r of records) prepared.push(await prepareLanded(r, name));
+        const added = f.lines.add(prepared);
+        if (added.length) await appendFile(journalPathOf(f.finalPath), added.join(""));
+      } catch (e) {
+        // The file is fine; its index will be read from it at close.
+        f.broken = true;
+        o.log.warn("cdx-live-index-broken", { file: name, error: errorMessage(e) });
+      }
+    },
+    async closing(name) {
+      const f = files.get(name);
+      if (!f) return;
+      const out = indexPathOf(f.finalPath);
+      if (f.broken) await writeLinesToFile(rebuiltLines(f.openPath, name), out);
+      else await writeLinesToFile(asAsync(f.lines.sorted()), out);
+    },
+    closed(name, finalPath) {
+      const f = files.get(name);
+      files.delete(name);
+      rm(journalPathOf(finalPath), { force: true }).catch(() => {});
+      if (f) o.onClosed?.(name, indexPathOf(finalPath));
+    },
+    abandoned(name, removed) {
+      const f = files.get(name);
+      files.delete(name);
+      if (f && removed) rm(journalPathOf(f.finalPath), { force: true }).catch(() => {});
+      if (f) o.onDropped?.(name);
+    },
+  };
+}
+
+async function* asAsync(lines: string[]): AsyncGenerator<string> {
+  yield* lines;
+}
+
+/** The sorted index lines of one WARC file, read from it (`filename` = the name in the lines). */
+export async function* rebuiltLines(path: string, filename = basename(path)): AsyncGenerator<string> {
+  const lines: string[] = [];
+  for await (const e of indexWarc(path, { filename })) lines.push(formatCdxj(e));
+  yield* sortLines(lines);
+}
+
+/**
+ * Start-up: a WARC that recovery renamed gets its index written again from its content (the
+ * journal of its last session is dropped); one that recovery deleted loses its journal too.
+ */
+export async function regenerateIndex(warcPath: string, deleted: boolean): Promise<number> {
+  await rm(journalPathOf(warcPath), { force: true });
+  if (deleted) {
+    await rm(indexPathOf(warcPath), { force: true });
+    return 0;
+  }
+  return writeLinesToFile(rebuiltLines(warcPath), indexPathOf(warcPath));
+}
