@@ -127,6 +127,8 @@ const FILES_KEPT = 50;
 const RECORD_IDS_KEPT = 20_000;
 const PENDING_MAX = 1_000;
 const PING_MS = 15_000;
+/** A client that has this much unsent is not reading: it is cut off (it reconnects and starts over). */
+const MAX_UNSENT = 8 * 1024 * 1024;
 
 interface Group {
   header: LiveGroupHeader;
@@ -270,6 +272,8 @@ export class LiveFeed {
       return;
     }
     const snap = this.#snapshotWith(writers);
+    // The first listener: what it just got is the baseline the heartbeat compares against.
+    if (this.#clients.size === 0) this.#lastSignature = this.#signature(snap.groups, snap.writers);
     res.write(`retry: 2000\nevent: snapshot\ndata: ${JSON.stringify(snap)}\n\n`);
     this.#clients.add(res);
     res.once("close", () => {
@@ -327,8 +331,9 @@ export class LiveFeed {
       this.#syncSessions();
       if (overflow) {
         // Too many captures to send one by one: clients start over from a snapshot.
-        const data = `event: snapshot\ndata: ${JSON.stringify(await this.snapshot())}\n\n`;
-        this.#send(data);
+        const snap = await this.snapshot();
+        this.#lastSignature = this.#signature(snap.groups, snap.writers);
+        this.#send(`event: snapshot\ndata: ${JSON.stringify(snap)}\n\n`);
         return;
       }
       const update: LiveUpdate = { now: new Date().toISOString(), totals: { ...this.#totals }, groups: this.#ordered().map((g) => this.#headerOf(g)), writers: await this.#writers(), captures };
@@ -344,7 +349,11 @@ export class LiveFeed {
 
   #send(data: string): void {
     this.#lastPing = Date.now();
-    for (const c of this.#clients) if (!c.destroyed) c.write(data);
+    for (const c of this.#clients) {
+      if (c.destroyed) continue;
+      if (c.writableLength > MAX_UNSENT) c.destroy();
+      else c.write(data);
+    }
   }
 
   #startHeartbeat(): void {

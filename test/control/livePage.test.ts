@@ -266,7 +266,7 @@ describe.skipIf(!hasChromium)("the live page", () => {
         `${origin.url}/bytes/800 response 200 new`,
       ].sort(),
     );
-    expect(session.rows[0]!.recordId).toBe(written.recordId);
+    expect(session.rows.find((r) => r.type === "resource")!.recordId).toBe(written.recordId);
     expect(session.totals).toMatchObject({ captures: 5, revisits: 1, new: 4, resources: 1, pages: 1, failed: 0 });
     checkGroup(session, recs);
     const def = shown.groups.find((g) => g.key === "collection:default")!;
