@@ -131,6 +131,7 @@ export async function recordCommand(argv: string[], out: (s: string) => void, er
   });
   const lathe = await startLathe(config);
   out(`lathe ${lathe.facade.version} recording into ${lathe.warcDir}\n`);
+  if (lathe.controlUrl) out(`live page: ${lathe.controlUrl}/\n`);
 
   const abort = new AbortController();
   let signals = 0;

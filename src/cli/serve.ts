@@ -55,7 +55,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
   out(`CA certificate: ${lathe.ca.certPath}\n`);
   out(`WARC directory: ${lathe.warcDir}\n`);
-  if (lathe.controlUrl) out(`control API: ${lathe.controlUrl}/api/v1/ (OpenAPI at ${lathe.controlUrl}/openapi.json)\n`);
+  if (lathe.controlUrl) out(`control API: ${lathe.controlUrl}/api/v1/ (OpenAPI at ${lathe.controlUrl}/openapi.json)\nlive page: ${lathe.controlUrl}/\n`);
 
   await new Promise<void>((resolve) => {
     let stopping = false;

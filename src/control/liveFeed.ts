@@ -124,7 +124,7 @@ export interface LiveFeedOptions {
 
 const zero = (): LiveTotals => ({ captures: 0, revisits: 0, resources: 0, pages: 0, failed: 0, skipped: 0, records: 0, bytes: 0 });
 const FILES_KEPT = 50;
-const RECORD_IDS_KEPT = 20_000;
+const RECORD_IDS_KEPT = 5_000;
 const PENDING_MAX = 1_000;
 const PING_MS = 15_000;
 /** A client that has this much unsent is not reading: it is cut off (it reconnects and starts over). */
