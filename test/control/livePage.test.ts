@@ -332,6 +332,7 @@ describe.skipIf(!hasChromium)("the live page", () => {
     await page.goto(`${lathe.controlUrl}/`);
     await page.waitForFunction((u) => [...document.querySelectorAll("td.c-url .u")].some((e) => e.textContent === u), evil, { timeout: 15_000 });
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+    if (process.env.LATHE_LIVE_SCREENSHOT) await page.screenshot({ path: `${process.env.LATHE_LIVE_SCREENSHOT}.hostile.png`, fullPage: true });
     expect(await page.evaluate(() => document.querySelectorAll("main script, main img").length)).toBe(0);
     const recs = await readRecords(lathe.dir);
     expect(recs.some((r) => r.type === "response" && r.uri === evil)).toBe(true);
@@ -385,6 +386,7 @@ describe.skipIf(!hasChromium)("the live page with a control token", () => {
     await page.fill("#token", "nope");
     await page.click("#login button");
     await page.waitForFunction(() => document.getElementById("login-msg")!.className === "err");
+    if (process.env.LATHE_LIVE_SCREENSHOT) await page.screenshot({ path: `${process.env.LATHE_LIVE_SCREENSHOT}.login.png` });
     expect(await page.locator("section.group").count()).toBe(0);
     // The right one shows the captures, and is kept for this tab (a reload needs no new entry).
     await page.fill("#token", TOKEN);
