@@ -349,11 +349,14 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     clearTimers();
     detach(caps);
     let f = classifyUpstreamError(e, hostPort, caps.sentAt ? "head" : "connect");
-    if (f.error.code === "ERR_UPSTREAM_CLOSED" && t.scheme === "https" && caps.tap && !caps.tap.tls) {
+    // Node queues the request on a socket still connecting, so `sentAt` does not say whether the
+    // connection (and its TLS handshake) was up; the tap does.
+    const connecting = !caps.tap || (t.scheme === "https" ? !caps.tap.tls : caps.tap.ip === undefined);
+    if (f.error.code === "ERR_UPSTREAM_CLOSED" && t.scheme === "https" && connecting) {
       // Closed or reset during the TLS handshake: a handshake failure (decisions.md §2), -2.
       const why = (e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? "closed";
       f = { status: 502, fetchStatus: -2, error: new ProxyError("ERR_TLS_HANDSHAKE", `TLS handshake with ${hostPort} failed: the connection was closed during the handshake (${why})`, e) };
-    } else if (f.error.code === "ERR_UPSTREAM_TIMEOUT" && caps.sentAt === null && f.fetchStatus === -4) {
+    } else if (f.error.code === "ERR_UPSTREAM_TIMEOUT" && connecting && f.fetchStatus === -4) {
       // Nothing was sent yet: a connect (or TLS handshake) timeout, -2 in the crawl log; -4 is for a silent origin.
       f = { ...f, fetchStatus: -2 };
     }
