@@ -100,7 +100,8 @@ export interface LandedRecord {
 
 /**
  * Told about each file of a series, in queue order: a new `.open` file, each group once its
- * bytes are in the file (before `write()` resolves, while the drafts' block sources are still
+ * bytes are in the file (consecutive groups appended in one write come in one call, in order;
+ * before `write()` resolves, while the drafts' block sources are still
  * readable), the close (before the rename, so the final name never exists without its index),
  * and the end of a file the writer gave up on.
  */
@@ -135,6 +136,24 @@ interface EncodedGroup {
   size: number;
 }
 
+/** A write not yet appended, in call order. */
+interface QueuedWrite {
+  group: RecordDraft[];
+  /** Its compressed group, once ready (and while not yet appended). */
+  ready: EncodedGroup | null;
+  /** Writes of one epoch have no other queue task (rollover, close, …) between them. */
+  epoch: number;
+  /** Set when an earlier write appended this group together with its own. */
+  batched: Promise<WrittenRecord[]> | null;
+}
+
+/** Groups compressed and waiting for their append, at most (bounds the memory they hold). */
+const MAX_AHEAD = 128;
+/** One append takes at most this many queued groups (in-memory members only) … */
+const MAX_BATCH_GROUPS = 256;
+/** … and at most this many bytes. */
+const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+
 /** Bytes a recovery probe must be able to write and fsync before captures are accepted again. */
 const PROBE_BYTES = 256 * 1024;
 
@@ -167,6 +186,12 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     ...(opts.spoolMemoryBytes !== undefined && { spoolMemoryBytes: opts.spoolMemoryBytes }),
   };
   const slots = semaphore(opts.encodeConcurrency ?? Math.max(1, Math.min(4, availableParallelism())));
+  const ahead = semaphore(MAX_AHEAD);
+  // Writes waiting for their append, in call order: when one's turn comes, the ones right behind
+  // it that are already compressed go into the same write(2) (one round trip per batch, not per
+  // group: under load the queue otherwise falls behind the proxy and holds every capture).
+  const queued: QueuedWrite[] = [];
+  let epoch = 0;
 
   let info = opts.warcinfo;
   let serial = 0;
@@ -181,7 +206,13 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
   let recordsWritten = 0;
   let bytesWritten = 0;
 
+  /** Queue a task other than a write: no batch of writes spans it. */
   function enqueue<T>(task: () => Promise<T>): Promise<T> {
+    epoch++;
+    return enqueueWrite(task);
+  }
+
+  function enqueueWrite<T>(task: () => Promise<T>): Promise<T> {
     const run = tail.then(task);
     tail = run.catch(() => {});
     return run;
@@ -211,8 +242,10 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
 
   const disposeGroup = (g: EncodedGroup) => Promise.all(g.records.map((r) => r.dispose()));
 
-  async function append(group: RecordDraft[], first: EncodedGroup): Promise<WrittenRecord[]> {
+  async function append(q: QueuedWrite, first: EncodedGroup): Promise<WrittenRecord[]> {
+    const group = q.group;
     let g = first;
+    const followers: Array<{ q: QueuedWrite; g: EncodedGroup; resolve: (w: WrittenRecord[]) => void; reject: (e: unknown) => void }> = [];
     try {
       for (;;) {
         if (cur && cur.records > 0 && cur.size + g.size > opts.maxFileBytes) await closeCurrent();
@@ -224,9 +257,40 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
         g = await encodeGroup(group, target);
       }
       const fresh = cur === null;
-      return await appendGroup(cur ?? (await openFile()), group, g, fresh);
+      const f = cur ?? (await openFile());
+      // The writes right behind this one that are compressed for this file, held in memory and
+      // fit in it without a rollover join this append (same order, same offsets as one by one).
+      const inMemory = (x: EncodedGroup) => x.records.every((r) => r.bytes !== null);
+      if (inMemory(g)) {
+        let size = f.size + g.size;
+        let bytes = g.size;
+        for (const x of queued) {
+          if (x === q) continue;
+          const xg = x.ready;
+          if (!xg || x.epoch !== q.epoch || xg.warcinfoId !== f.warcinfoId || !inMemory(xg)) break;
+          if (size + xg.size > opts.maxFileBytes || bytes + xg.size > MAX_BATCH_BYTES || followers.length + 1 >= MAX_BATCH_GROUPS) break;
+          size += xg.size;
+          bytes += xg.size;
+          let resolve!: (w: WrittenRecord[]) => void;
+          let reject!: (e: unknown) => void;
+          x.batched = new Promise<WrittenRecord[]>((res, rej) => ((resolve = res), (reject = rej)));
+          x.batched.catch(() => {}); // awaited by its own queue task
+          x.ready = null;
+          followers.push({ q: x, g: xg, resolve, reject });
+        }
+        for (const fl of followers) queued.splice(queued.indexOf(fl.q), 1);
+      }
+      let outs: WrittenRecord[][];
+      try {
+        outs = await appendGroups(f, [{ group, g }, ...followers.map((fl) => ({ group: fl.q.group, g: fl.g }))], fresh);
+      } catch (e) {
+        for (const fl of followers) fl.reject(e);
+        throw e;
+      }
+      followers.forEach((fl, i) => fl.resolve(outs[i + 1]!));
+      return outs[0]!;
     } finally {
-      await disposeGroup(g);
+      await Promise.all([disposeGroup(g), ...followers.map((fl) => disposeGroup(fl.g))]);
     }
   }
 
@@ -278,26 +342,32 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     }
   }
 
-  async function appendGroup(f: OpenFile, group: RecordDraft[], g: EncodedGroup, fresh: boolean): Promise<WrittenRecord[]> {
+  /** Append consecutive groups (several only when all are in memory); all land, or none. */
+  async function appendGroups(f: OpenFile, items: Array<{ group: RecordDraft[]; g: EncodedGroup }>, fresh: boolean): Promise<WrittenRecord[][]> {
     const start = f.size;
     let pos = start;
     let syncing = false;
-    const out: WrittenRecord[] = [];
+    const outs: WrittenRecord[][] = [];
     try {
-      // A group held in memory goes to the file in one write(2); large members stream.
-      const whole = g.records.every((r) => r.bytes !== null) ? Buffer.concat(g.records.map((r) => r.bytes!)) : null;
+      // Groups held in memory go to the file in one write(2); large members stream.
+      const members = items.flatMap((it) => it.g.records);
+      const whole = members.every((r) => r.bytes !== null) ? (members.length === 1 ? members[0]!.bytes! : Buffer.concat(members.map((r) => r.bytes!))) : null;
       if (whole) await writeFully(f.fh, whole, pos);
-      for (let i = 0; i < g.records.length; i++) {
-        const r = g.records[i]!;
-        const d = group[i]!;
-        if (!whole) await r.writeTo(f.fh, pos);
-        const w: WrittenRecord = { id: d.id, type: d.type, filename: f.name, offset: pos, length: opts.gzip ? r.size : r.size - RECORD_TRAILER.byteLength };
-        const uri = field(d, "WARC-Target-URI");
-        const date = field(d, "WARC-Date");
-        if (uri !== undefined) w.targetUri = uri;
-        if (date !== undefined) w.date = date;
-        out.push(w);
-        pos += r.size;
+      for (const { group, g } of items) {
+        const out: WrittenRecord[] = [];
+        for (let i = 0; i < g.records.length; i++) {
+          const r = g.records[i]!;
+          const d = group[i]!;
+          if (!whole) await r.writeTo(f.fh, pos);
+          const w: WrittenRecord = { id: d.id, type: d.type, filename: f.name, offset: pos, length: opts.gzip ? r.size : r.size - RECORD_TRAILER.byteLength };
+          const uri = field(d, "WARC-Target-URI");
+          const date = field(d, "WARC-Date");
+          if (uri !== undefined) w.targetUri = uri;
+          if (date !== undefined) w.date = date;
+          out.push(w);
+          pos += r.size;
+        }
+        outs.push(out);
       }
       if (strict) {
         syncing = true;
@@ -309,19 +379,22 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       throw err;
     }
     if (opts.index) {
-      const landed: LandedRecord[] = out.map((w, i) => ({ draft: group[i]!, fields: headerFields(group[i]!, { version: opts.version, warcinfoId: f.warcinfoId }), offset: w.offset, length: w.length }));
+      const landed: LandedRecord[] = items.flatMap(({ group }, k) =>
+        outs[k]!.map((w, i) => ({ draft: group[i]!, fields: headerFields(group[i]!, { version: opts.version, warcinfoId: f.warcinfoId }), offset: w.offset, length: w.length })),
+      );
       await hook("written", () => opts.index?.written(f.name, landed));
     }
+    const n = items.reduce((k, it) => k + it.group.length, 0);
     f.size = pos;
-    f.records += group.length;
-    recordsWritten += group.length;
+    f.records += n;
+    recordsWritten += n;
     bytesWritten += pos - (fresh ? 0 : start); // a fresh file's warcinfo counts once it is kept
     failed = null;
     // A group that filled the file (or one larger than the limit, alone in it) closes it now.
     // Should that close fail, this write rejects too: its bytes are only as safe as the file.
     if (f.size >= opts.maxFileBytes) await closeCurrent();
     else armIdle(f);
-    return out;
+    return outs;
   }
 
   /** Leave no part of a failed group in the file. */
@@ -409,17 +482,34 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     write(group) {
       if (closing) return Promise.reject(new ProxyError("ERR_WARC_WRITE", `the WARC writer for ${opts.dir} is closed`));
       if (group.length === 0) return Promise.resolve([]);
-      // Compression runs ahead of the queue (bounded); the queue slot is taken now, so groups
-      // land in call order and close() waits for every write called before it.
-      const encoding = slots.acquire().then(() => encodeGroup(group, cur?.warcinfoId ?? nextWarcinfoId));
-      encoding.catch(() => {}); // awaited in the queue; this only silences an early rejection
-      return enqueue(async () => {
+      // Compression runs ahead of the queue (bounded: `slots` at once, MAX_AHEAD waiting); the
+      // queue slot is taken now, so groups land in call order and close() waits for every write
+      // called before it.
+      const q: QueuedWrite = { group, ready: null, epoch, batched: null };
+      queued.push(q);
+      const encoding = ahead
+        .acquire()
+        .then(() => slots.acquire())
+        .then(() => encodeGroup(group, cur?.warcinfoId ?? nextWarcinfoId).finally(() => slots.release()));
+      encoding.then(
+        (g) => {
+          if (!q.batched) q.ready = g;
+        },
+        () => {}, // awaited in the queue; this only silences an early rejection
+      );
+      return enqueueWrite(async () => {
         try {
-          return await append(group, await encoding);
+          if (q.batched) return await q.batched; // appended with an earlier write
+          const g = await encoding;
+          q.ready = null;
+          queued.splice(queued.indexOf(q), 1);
+          return await append(q, g);
         } catch (e) {
           throw isProxyError(e) ? e : failure(opts.spoolDir ?? opts.dir, e, "spool a record for");
         } finally {
-          slots.release();
+          const i = queued.indexOf(q);
+          if (i >= 0) queued.splice(i, 1);
+          ahead.release();
         }
       });
     },
