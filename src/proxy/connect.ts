@@ -116,6 +116,15 @@ export function handleConnect(
   if (head.length > 0) {
     dispatch(head);
   } else {
+    // The 200 is on its way: mint the leaf (or touch the cached one) while the client prepares
+    // its ClientHello, instead of after it arrives. Plain HTTP tunnels are mostly port 80.
+    if (target.port !== 80) {
+      try {
+        leaves.contextFor(target.host);
+      } catch {
+        // dispatch reports it, if the client does start a handshake
+      }
+    }
     socket.once("data", (chunk: Buffer) => {
       socket.pause();
       dispatch(chunk);
