@@ -54,6 +54,12 @@ async function blockHead(parts: BlockPart[], n: number): Promise<Buffer> {
   return Buffer.concat(out);
 }
 
+/** A blank line (CRLF CRLF or LF LF) ends within the first `limit` bytes of `b`. */
+function hasHeadEnd(b: Uint8Array, limit: number): boolean {
+  const buf = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, limit));
+  return buf.indexOf("\r\n\r\n") >= 0 || buf.indexOf("\n\n") >= 0;
+}
+
 /**
  * A WarcRecord view of a landed draft, with what the entry builder needs worked out up front
  * (HTTP head, payload digest, POST query): the draft's spooled block may be released as soon as
@@ -86,11 +92,18 @@ async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, off
   const getAll = (name: string): string[] => headers.filter((_, i) => lower[i] === name.toLowerCase()).map(([, v]) => v);
   const size = d.block.reduce((n, p) => n + partSize(p), 0);
   const prefixLen = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
-  // Usually the HTTP head is the first part, whole: no need to read the spool then.
-  const first = d.block[0];
-  const prefix = first instanceof Uint8Array && first.byteLength >= prefixLen ? Buffer.from(first.buffer, first.byteOffset, prefixLen) : await blockHead(d.block, prefixLen);
   const t = get("warc-target-uri");
   const warcType = get("warc-type") ?? "";
+  const ct = get("content-type");
+  const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
+  // Usually the HTTP head is the first part, whole: the head parser stops at the first blank
+  // line, so what follows cannot change its result and the spooled body is not read.
+  const first = d.block[0];
+  let prefix: Buffer;
+  if (!httpish || size === 0) prefix = Buffer.alloc(0); // only the HTTP head parser reads it
+  else if (first instanceof Uint8Array && (first.byteLength >= prefixLen || hasHeadEnd(first, prefixLen))) {
+    prefix = Buffer.from(first.buffer, first.byteOffset, Math.min(first.byteLength, prefixLen));
+  } else prefix = await blockHead(d.block, prefixLen);
   let http: HttpHead | null | undefined;
   const rec: WarcRecord = {
     file,
@@ -107,15 +120,11 @@ async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, off
     headerLength: 0,
     trailerOk: true,
     blockPrefix: prefix,
-    blockKept: prefix.length === size,
+    blockKept: false, // blockPrefix is only what the HTTP head parser needs
     get,
     getAll,
     httpHead() {
-      if (http === undefined) {
-        const ct = get("content-type");
-        const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
-        http = httpish && size > 0 ? parseHttpHead(prefix) : null;
-      }
+      if (http === undefined) http = httpish && size > 0 ? parseHttpHead(prefix) : null;
       return http;
     },
     async readBlock() {
