@@ -146,7 +146,8 @@ export class LiveFileLines {
   readonly filename: string;
   #lines: string[] = [];
   #prev: { p: PreparedRecord; line: string | null } | null = null;
-  #sorted: string[] | null = null;
+  /** The lines without LF, sorted. */
+  #query: string[] = [];
 
   constructor(filename: string) {
     this.filename = filename;
@@ -164,6 +165,8 @@ export class LiveFileLines {
       if (line === null) return;
       this.#lines.push(line);
       added.push(line);
+      const q = line.slice(0, -1);
+      this.#query.splice(this.#at(q), 0, q);
     };
     for (const p of records) {
       const prev = this.#prev;
@@ -176,6 +179,9 @@ export class LiveFileLines {
             if (prev.line !== null) {
               const i = this.#lines.lastIndexOf(prev.line);
               if (i >= 0) this.#lines.splice(i, 1);
+              const q = prev.line.slice(0, -1);
+              const j = this.#at(q);
+              if (this.#query[j] === q) this.#query.splice(j, 1);
             }
             push(line);
           }
@@ -190,13 +196,28 @@ export class LiveFileLines {
         this.#prev = { p, line };
       }
     }
-    if (added.length) this.#sorted = null;
     return added;
   }
 
-  /** All lines, sorted and de-duplicated as the file's index will be (cached until the next add). */
+  /** All lines, sorted and de-duplicated as the file's index will be. */
   sorted(): string[] {
-    return (this.#sorted ??= sortLines(this.#lines));
+    return sortLines(this.#lines);
+  }
+
+  /** A snapshot of the lines without their LF, in order (kept sorted as lines come). */
+  sortedForQuery(): string[] {
+    return this.#query.slice();
+  }
+
+  #at(line: string): number {
+    let lo = 0;
+    let hi = this.#query.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#query[mid]! < line) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 }
 

@@ -51,6 +51,8 @@ export class CdxService {
   readonly #root: string;
   readonly #colls = new Map<string, CollectionIndex>();
   readonly #fileColl = new Map<string, string>();
+  /** Sorted index files held open across queries: each keeps the probes of its binary searches. */
+  readonly #files = new Map<string, Promise<SortedFile>>();
   #closed = false;
 
   constructor(o: CdxServiceOptions) {
@@ -170,8 +172,14 @@ export class CdxService {
     c.mergedFiles = new Set(files);
     for (const [f] of taken) c.pending.delete(f);
     this.#o.log.info("cdx-merged", { collection: c.name, files: taken.length, lines });
-    // Queries that opened the old file keep reading it; it goes once they are surely done.
-    if (old) setTimeout(() => rm(old, { force: true }).catch(() => {}), 30_000).unref();
+    // Queries still reading the old files keep them; they go once those are surely done.
+    const retired = [...(old ? [old] : []), ...taken.map(([, p]) => p)];
+    const handles = retired.map((p) => this.#files.get(p)).filter((h) => h !== undefined);
+    for (const p of retired) this.#files.delete(p);
+    setTimeout(() => {
+      for (const h of handles) h.then((f) => f.close()).catch(() => {});
+      if (old) rm(old, { force: true }).catch(() => {});
+    }, 30_000).unref();
   }
 
   /** Names of collections with an index (files written since this feature, or merged). */
@@ -189,12 +197,20 @@ export class CdxService {
         const paths = [...(c.merged ? [c.merged] : []), ...c.pending.values()];
         for (const p of paths) {
           try {
-            out.push(await SortedFile.open(p));
+            let h = this.#files.get(p);
+            if (!h) {
+              h = SortedFile.open(p);
+              this.#files.set(p, h);
+              h.catch(() => this.#files.delete(p));
+            }
+            const f = await h;
+            // Shared: a query's close leaves it open.
+            out.push({ forward: (a, b) => f.forward(a, b), backward: (a, b) => f.backward(a, b), close: async () => {} });
           } catch (e) {
             this.#o.log.warn("cdx-index-unreadable", { file: p, error: errorMessage(e) });
           }
         }
-        for (const l of c.open.values()) out.push(new MemoryLines(l.sorted().map((x) => x.slice(0, -1))));
+        for (const l of c.open.values()) out.push(new MemoryLines(l.sortedForQuery()));
       }
     } catch (e) {
       await Promise.all(out.map((s) => s.close()));
@@ -226,6 +242,9 @@ export class CdxService {
       c.timer = null;
       if (c.merging) await c.merging;
     }
+    const files = [...this.#files.values()];
+    this.#files.clear();
+    await Promise.all(files.map((h) => h.then((f) => f.close()).catch(() => {})));
   }
 }
 

@@ -6,7 +6,9 @@
  */
 import { open, type FileHandle } from "node:fs/promises";
 
-const BLOCK = 16 * 1024;
+const BLOCK = 4 * 1024;
+/** Probe results kept per file (~300 bytes each). */
+const PROBE_CACHE = 16 * 1024;
 const SCAN_BLOCK = 64 * 1024;
 const NL = 0x0a;
 
@@ -25,8 +27,9 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 export class SortedFile implements LineSource {
   readonly #fh: FileHandle;
   readonly size: number;
-  /** Probes made (for tests: the search does not scan). */
+  /** Reads made (for tests: the search does not scan). */
   reads = 0;
+  readonly #probes = new Map<number, Probe | null>();
 
   private constructor(fh: FileHandle, size: number) {
     this.#fh = fh;
@@ -62,27 +65,37 @@ export class SortedFile implements LineSource {
   }
 
   /** The first line starting at or after `pos`: its start and text; null at the end. */
-  async #lineFrom(pos: number): Promise<{ start: number; line: string; next: number } | null> {
+  async #lineFrom(pos: number): Promise<Probe | null> {
+    const cached = this.#probes.get(pos);
+    if (cached !== undefined) return cached;
+    const r = await this.#lineFromUncached(pos);
+    // The upper levels of every binary search probe the same positions: keep them (the file
+    // never changes), a sparse index built as queries come.
+    if (this.#probes.size < PROBE_CACHE) this.#probes.set(pos, r);
+    return r;
+  }
+
+  async #lineFromUncached(pos: number): Promise<Probe | null> {
+    // One read from pos - 1 usually holds the LF ending the previous line and the whole line after it.
+    let at = pos > 0 ? pos - 1 : 0;
+    let buf = await this.#read(at, BLOCK);
     let start = pos;
     if (pos > 0) {
-      // Resync: the line start is just after the first LF at or after pos - 1.
-      let at = pos - 1;
-      for (;;) {
+      let i = buf.indexOf(NL);
+      while (i < 0) {
+        at += buf.length;
         if (at >= this.size) return null;
-        const b = await this.#read(at, BLOCK);
-        const i = b.indexOf(NL);
-        if (i >= 0) {
-          start = at + i + 1;
-          break;
-        }
-        at += b.length;
+        buf = await this.#read(at, BLOCK);
+        i = buf.indexOf(NL);
       }
+      start = at + i + 1;
+      buf = buf.subarray(i + 1);
     }
     if (start >= this.size) return null;
-    let buf = await this.#read(start, BLOCK);
     let i = buf.indexOf(NL);
     while (i < 0 && start + buf.length < this.size) {
       const more = await this.#read(start + buf.length, BLOCK);
+      if (more.length === 0) break;
       const j = more.indexOf(NL);
       buf = Buffer.concat([buf, more]);
       if (j >= 0) i = buf.length - more.length + j;
@@ -116,7 +129,7 @@ export class SortedFile implements LineSource {
         pos = lo + i + 1;
         continue;
       }
-      const l = await this.#lineFrom(pos);
+      const l = await this.#lineFromUncached(pos);
       if (!l || l.start >= hi) return hi;
       if (cmp(l.line, target) >= 0) return l.start;
       pos = l.next;
@@ -124,47 +137,67 @@ export class SortedFile implements LineSource {
     return hi;
   }
 
-  async *forward(from: string, to: string): AsyncGenerator<string> {
-    let pos = await this.seek(from);
-    let carry = "";
-    while (pos < this.size) {
-      const b = await this.#read(pos, SCAN_BLOCK);
+  /** Lines from byte `pos` (a line start) to `end`, in reads that grow from BLOCK to SCAN_BLOCK. */
+  async *#linesFrom(pos: number, end: number): AsyncGenerator<string> {
+    let size = BLOCK;
+    let rest: Buffer | null = null;
+    while (pos < end) {
+      const b = await this.#read(pos, Math.min(size, end - pos));
       if (b.length === 0) break;
       pos += b.length;
-      const text = carry + b.toString("latin1");
-      const parts = text.split("\n");
-      carry = parts.pop()!;
-      for (const p of parts) {
-        const line = Buffer.from(p, "latin1").toString("utf8");
-        if (cmp(line, to) >= 0) return;
-        yield line;
+      size = Math.min(size * 2, SCAN_BLOCK);
+      const buf: Buffer = rest ? Buffer.concat([rest, b]) : b;
+      let from = 0;
+      for (let i = buf.indexOf(NL); i >= 0; i = buf.indexOf(NL, from)) {
+        yield buf.toString("utf8", from, i);
+        from = i + 1;
       }
+      rest = from < buf.length ? buf.subarray(from) : null;
     }
-    if (carry !== "") {
-      const line = Buffer.from(carry, "latin1").toString("utf8");
-      if (cmp(line, to) < 0) yield line;
+    if (rest) yield rest.toString("utf8");
+  }
+
+  async *forward(from: string, to: string): AsyncGenerator<string> {
+    for await (const line of this.#linesFrom(await this.seek(from), this.size)) {
+      if (cmp(line, to) >= 0) return;
+      yield line;
     }
   }
 
   async *backward(from: string, to: string): AsyncGenerator<string> {
     const lo = await this.seek(from);
     let end = await this.seek(to);
-    // Lines in [lo, end), read back to front; `carry` is the head of a line cut by a block start.
-    let carry = "";
+    // Lines in [lo, end), read back to front in growing blocks; `head` is the part of a line
+    // cut by a block start (its beginning is in the bytes before).
+    let size = BLOCK;
+    let head: Buffer | null = null;
     while (end > lo) {
-      const start = Math.max(lo, end - SCAN_BLOCK);
+      const start = Math.max(lo, end - size);
+      size = Math.min(size * 2, SCAN_BLOCK);
       const b = await this.#read(start, end - start);
       end = start;
-      const text = b.toString("latin1") + carry;
-      const parts = text.split("\n");
-      carry = start > lo ? parts.shift()! : "";
-      for (let i = parts.length - 1; i >= 0; i--) {
-        if (parts[i] === "" && i === parts.length - 1) continue; // the LF ending the range
-        yield Buffer.from(parts[i]!, "latin1").toString("utf8");
+      const buf: Buffer = head ? Buffer.concat([b, head]) : b;
+      // Lines end at each LF; the bytes after the last LF of buf belong to a line only when
+      // `head` was given (the range itself ends just after an LF, or at the end of the file).
+      let stop = buf.length;
+      if (buf[stop - 1] === NL) stop--;
+      for (let i = buf.lastIndexOf(NL, stop - 1); i >= 0; i = buf.lastIndexOf(NL, stop - 1)) {
+        yield buf.toString("utf8", i + 1, stop);
+        stop = i;
+      }
+      if (start > lo) head = buf.subarray(0, stop);
+      else {
+        head = null;
+        if (stop > 0) yield buf.toString("utf8", 0, stop);
       }
     }
-    if (carry !== "") yield Buffer.from(carry, "latin1").toString("utf8");
   }
+}
+
+interface Probe {
+  start: number;
+  line: string;
+  next: number;
 }
 
 /** Sorted lines in memory (an open WARC file's index). */

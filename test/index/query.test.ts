@@ -140,6 +140,12 @@ describe("from, to, limit, sort", () => {
     expect(await run({ url: "example.com/", matchType: "prefix", sort: "reverse" })).toEqual([...base].reverse());
     expect(await run({ url: "example.com/", matchType: "prefix", sort: "reverse", limit: "5", from: "2021" })).toEqual([...base].reverse().filter((l) => tsOf(l) >= "20210101000000").slice(0, 5));
   });
+  it("reads forward and backward across many blocks, file and memory merged", async () => {
+    const com = all.filter((l) => keyOf(l).startsWith("com,"));
+    expect(com.length).toBeGreaterThanOrEqual(1000);
+    expect(await run({ url: "com", matchType: "domain" })).toEqual(com);
+    expect(await run({ url: "com", matchType: "domain", sort: "reverse" })).toEqual([...com].reverse());
+  });
   it("sort=closest: nearest timestamps first, ties to the earlier", async () => {
     const base = all.filter((l) => keyOf(l) === "com,example)/pages/p1");
     const secs = (t: string) => Date.UTC(+t.slice(0, 4), +t.slice(4, 6) - 1, +t.slice(6, 8), +t.slice(8, 10), +t.slice(10, 12), +t.slice(12, 14)) / 1000;
