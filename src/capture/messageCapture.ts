@@ -121,8 +121,18 @@ export class MessageCapture {
 
   #tryHead(): void {
     for (;;) {
-      const buf = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending);
-      this.#pending = [buf];
+      let buf = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending);
+      // Empty lines before the start line (e.g. a stray CRLF after the previous response on a
+      // kept-alive connection) are not part of the message; Node's parser skips them too. Kept,
+      // they would make a block that does not start with its status line (found by fuzz.test.ts).
+      let lead = 0;
+      while (lead < buf.length && (buf[lead] === 0x0d || buf[lead] === 0x0a)) lead++;
+      if (lead > 0) {
+        buf = buf.subarray(lead);
+        this.#pendingLen = buf.length;
+      }
+      this.#pending = buf.length ? [buf] : [];
+      if (buf.length === 0) return;
       const end = findHeadEnd(buf);
       if (end < 0) return;
       const headBytes = Buffer.from(buf.subarray(0, end));

@@ -361,7 +361,9 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
       f = { ...f, fetchStatus: -2 };
     }
     ctx.log.warn("upstream-failed", { uri, code: f.error.code, error: f.error.message });
-    const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete;
+    // Only a complete, valid status line and header section are recorded (decisions.md §1): a
+    // garbled status line would make a response record whose block is not an HTTP response.
+    const parseError = f.error.code === "ERR_UPSTREAM_PARSE" && caps.response.headComplete && Number.isFinite(caps.response.status);
     if (parseError) {
       // A response Node's parser refused: keep what was received, wire-exact (decisions.md §1).
       track(archiveExchange(ctx, uri, method, caps, "unspecified", policy, admitted, true));
@@ -455,7 +457,21 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
       const ts = new Date(Number((caps.sentAt ?? ctx.clock.nowMicros()) / 1000n)).toISOString().slice(0, 19) + "Z";
       out.push("Warcprox-Meta", JSON.stringify({ "capture-metadata": { timestamp: ts } }));
     }
-    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out as unknown as http.OutgoingHttpHeaders);
+    try {
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out as unknown as http.OutgoingHttpHeaders);
+    } catch {
+      // A head Node's parser let through but will not send again (e.g. a control character in the
+      // reason phrase, found by test/proxy/fuzz.test.ts): the client gets the reason without the
+      // characters Node refuses; the record keeps the bytes as received. A head that still cannot
+      // be sent ends the exchange as refused (decisions.md §1) instead of throwing out of this handler.
+      try {
+        res.writeHead(upRes.statusCode ?? 502, (upRes.statusMessage ?? "").replace(/[^\t\x20-\x7e\x80-\xff]/g, ""), out as unknown as http.OutgoingHttpHeaders);
+      } catch {
+        finish("unspecified", true);
+        upReq.destroy();
+        return;
+      }
+    }
     // Strict durability holds back the last byte until the capture is on disk (warc-files.md §6).
     let held: Buffer | null = null;
     const endClient = () => {
