@@ -103,6 +103,16 @@ export function handleConnect(
       markTunnel(tlsSocket, { scheme: "https", ...target });
       markSession(tlsSocket, session);
       servers.https.emit("connection", tlsSocket);
+      // A tunnel whose TLS is up but which never sends a request: closed like any silent connection.
+      tlsSocket.once("secure", () => {
+        const silent = setTimeout(() => {
+          ctx.log.debug("tunnel-timeout", { host: target.host, reason: "no request within proxy.headersTimeoutMs" });
+          tlsSocket.destroy();
+        }, ctx.config.proxy.headersTimeoutMs);
+        silent.unref();
+        tlsSocket.once("data", () => clearTimeout(silent));
+        tlsSocket.once("close", () => clearTimeout(silent));
+      });
     } else {
       clearTimeout(timer);
       markTunnel(socket, { scheme: "http", ...target });

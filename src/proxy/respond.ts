@@ -28,6 +28,7 @@ const REASONS: Record<number, string> = {
   502: "Bad Gateway",
   503: "Service Unavailable",
   504: "Gateway Timeout",
+  505: "HTTP Version Not Supported",
   508: "Loop Detected",
 };
 

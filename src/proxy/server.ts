@@ -71,9 +71,18 @@ function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse)
     res.end(body);
     return;
   }
+  const framing = requestFramingProblem(req);
+  if (framing) {
+    // Refused before anything goes upstream; the connection is closed, as it may be out of step.
+    req.resume();
+    res.shouldKeepAlive = false;
+    sendPlain(res, framing.status, framing.message, ["Connection", "close"]);
+    return;
+  }
   const t = targetOf(req);
   if (!t) {
     req.resume();
+    res.shouldKeepAlive = false;
     sendPlain(
       res,
       400,
@@ -84,6 +93,23 @@ function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse)
     return;
   }
   handleExchange(ctx, req, res, t);
+}
+
+/**
+ * What Node's strict parser lets through but lathe refuses, so that lathe and the origin can
+ * never frame a request differently (request smuggling): a Transfer-Encoding other than plain
+ * `chunked` (e.g. `identity, chunked`), and HTTP versions other than 1.0 and 1.1 (0.9, 2.0 in
+ * an HTTP/1 request line).
+ */
+function requestFramingProblem(req: IncomingMessage): { status: number; message: string } | null {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) {
+    return { status: 505, message: `lathe: HTTP/${req.httpVersion} is not supported: send HTTP/1.1 or HTTP/1.0` };
+  }
+  const te = req.headers["transfer-encoding"];
+  if (te !== undefined && !/^\s*chunked\s*$/i.test(te)) {
+    return { status: 400, message: `lathe: Transfer-Encoding ${JSON.stringify(te)} is not accepted in a request: only "chunked"` };
+  }
+  return null;
 }
 
 /** Client-side protocol errors: malformed request → 400, header section too large → 431. */
@@ -111,6 +137,13 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
     http: http.createServer(opts, requestHandler),
   };
   const server = http.createServer(opts, requestHandler);
+  // Every header field reaches the origin and the record; proxy.maxHeaderBytes bounds the
+  // section (Node would silently drop fields after the 2000th).
+  for (const s of [server, tunnels.https, tunnels.http]) s.maxHeadersCount = 0;
+  // These servers never listen themselves (connections arrive from the listener below), and
+  // Node starts the tracking that enforces headersTimeout, and that closeIdleConnections()
+  // needs, on "listening": without this, a client dripping header bytes was never timed out.
+  for (const s of [server, tunnels.https, tunnels.http]) s.emit("listening");
   for (const s of [server, tunnels.https, tunnels.http]) {
     s.on("clientError", (err, socket) => onClientError(ctx, err as Error & { code?: string }, socket as Socket));
     s.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -185,6 +218,8 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
       for (const s of sockets) s.destroy();
       await Promise.race([ctx.idle(), new Promise((r) => setTimeout(r, 5000).unref())]);
       await Promise.race([closed, new Promise((r) => setTimeout(r, 100).unref())]);
+      // Stops the connection-checking timers started above.
+      for (const s of [server, tunnels.https, tunnels.http]) s.close(() => undefined);
     },
   };
 }
