@@ -11,7 +11,7 @@
  * its POST/PUT request follows the same adjacency rule as the file reader, across groups too. If
  * anything goes wrong for a file, its index is rebuilt from the closed file instead.
  */
-import { appendFile, rm } from "node:fs/promises";
+import { open, rm, type FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
 import type { Readable } from "node:stream";
 import { errorMessage } from "../core/errors.js";
@@ -236,14 +236,35 @@ export interface LiveIndexOptions {
 export const indexPathOf = (warcPath: string): string => `${warcPath}.cdxj`;
 export const journalPathOf = (warcPath: string): string => `${warcPath}.cdxj.open`;
 
+interface LiveFile {
+  lines: LiveFileLines;
+  openPath: string;
+  finalPath: string;
+  broken: boolean;
+  /** The journal, written behind the queue: queries read memory, a crash is repaired by recovery. */
+  journal: FileHandle | null;
+  journalled: Promise<void>;
+}
+
 /** The index hook of one writer (series). */
 export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
-  const files = new Map<string, { lines: LiveFileLines; openPath: string; finalPath: string; broken: boolean }>();
+  const files = new Map<string, LiveFile>();
+  const finish = async (f: LiveFile, removeJournal: boolean) => {
+    await f.journalled;
+    await f.journal?.close().catch(() => {});
+    f.journal = null;
+    if (removeJournal) await rm(journalPathOf(f.finalPath), { force: true });
+  };
   return {
     async opened({ name, openPath, finalPath }) {
       const lines = new LiveFileLines(name);
-      files.set(name, { lines, openPath, finalPath, broken: false });
-      await rm(journalPathOf(finalPath), { force: true });
+      let journal: FileHandle | null = null;
+      try {
+        journal = await open(journalPathOf(finalPath), "w", 0o644);
+      } catch (e) {
+        o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
+      }
+      files.set(name, { lines, openPath, finalPath, broken: false, journal, journalled: Promise.resolve() });
       await o.onOpened?.(name, lines);
     },
     async written(name, records) {
@@ -253,7 +274,19 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
         const prepared: PreparedRecord[] = [];
         for (const r of records) prepared.push(await prepareLanded(r, name));
         const added = f.lines.add(prepared);
-        if (added.length) await appendFile(journalPathOf(f.finalPath), added.join(""));
+        const fh = f.journal;
+        if (added.length && fh) {
+          const text = added.join("");
+          f.journalled = f.journalled
+            .then(() => fh.write(text))
+            .then(
+              () => {},
+              (e: unknown) => {
+                if (f.journal) o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
+                f.journal = null;
+              },
+            );
+        }
       } catch (e) {
         // The file is fine; its index will be read from it at close.
         f.broken = true;
@@ -267,17 +300,20 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       if (f.broken) await writeLinesToFile(rebuiltLines(f.openPath, name), out);
       else await writeLinesToFile(asAsync(f.lines.sorted()), out);
     },
-    closed(name, finalPath) {
+    async closed(name, finalPath) {
       const f = files.get(name);
       files.delete(name);
-      rm(journalPathOf(finalPath), { force: true }).catch(() => {});
+      if (f) await finish(f, true);
+      else await rm(journalPathOf(finalPath), { force: true });
       if (f) o.onClosed?.(name, indexPathOf(finalPath));
     },
-    abandoned(name, removed) {
+    async abandoned(name, removed) {
       const f = files.get(name);
       files.delete(name);
-      if (f && removed) rm(journalPathOf(f.finalPath), { force: true }).catch(() => {});
-      if (f) o.onDropped?.(name);
+      if (!f) return;
+      // Left `.open`: the journal stays beside it until start-up recovery rebuilds the index.
+      await finish(f, removed);
+      o.onDropped?.(name);
     },
   };
 }

@@ -9,13 +9,13 @@
  * A query reads the merged index, the sorted `.cdxj` of each closed file not merged yet, and the
  * lines of the files still open (memory). Closed files are merged in the background.
  */
-import { appendFile, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import type { WriterIndexHook } from "../warc/writer.js";
 import { mergeIndexes, writeLinesToFile } from "./build.js";
-import { createLiveIndex, indexPathOf, type LiveFileLines } from "./live.js";
+import { createLiveIndex, indexPathOf, regenerateIndex, type LiveFileLines } from "./live.js";
 import { relatedLines, runQuery, type CdxLine, type CdxQuery } from "./query.js";
 import { MemoryLines, SortedFile, type LineSource } from "./sortedFile.js";
 
@@ -73,12 +73,26 @@ export class CdxService {
       const [file, coll] = line.split("\t");
       if (file && coll && SAFE_NAME.test(coll)) this.#fileColl.set(file, coll);
     }
+    // Start-up recovery has run: no file is being written, so every journal left is stale.
+    for (const n of await readdir(this.#o.warcDir).catch(() => [] as string[])) {
+      if (n.endsWith(".warc.gz.cdxj.open") || n.endsWith(".warc.cdxj.open")) await rm(join(this.#o.warcDir, n), { force: true });
+    }
     for (const coll of new Set(this.#fileColl.values())) await this.#load(coll);
     for (const [file, coll] of this.#fileColl) {
       const c = this.#colls.get(coll)!;
-      if (c.mergedFiles.has(file)) continue;
-      const idx = indexPathOf(join(this.#o.warcDir, file));
-      if (await exists(idx)) c.pending.set(file, idx);
+      const warc = join(this.#o.warcDir, file);
+      const idx = indexPathOf(warc);
+      let indexed = await exists(idx);
+      if (!indexed && (await exists(warc))) {
+        // Its index could not be written at close (logged then), or was removed: read it again.
+        try {
+          await regenerateIndex(warc, false);
+          indexed = true;
+        } catch (e) {
+          this.#o.log.error("cdx-index-regeneration-failed", { file, error: errorMessage(e) });
+        }
+      }
+      if (indexed && !c.mergedFiles.has(file)) c.pending.set(file, idx);
     }
     for (const c of this.#colls.values()) if (c.pending.size) this.#scheduleMerge(c);
   }

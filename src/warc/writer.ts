@@ -109,9 +109,9 @@ export interface WriterIndexHook {
   opened(file: { name: string; openPath: string; finalPath: string }): Promise<void>;
   written(name: string, records: LandedRecord[]): Promise<void>;
   closing(name: string): Promise<void>;
-  closed(name: string, finalPath: string): void;
+  closed(name: string, finalPath: string): Promise<void> | void;
   /** The file was removed (`removed`) or left `.open` for start-up recovery. */
-  abandoned(name: string, removed: boolean): void;
+  abandoned(name: string, removed: boolean): Promise<void> | void;
 }
 
 export interface WarcFileWriter extends WarcWriter {

@@ -37,6 +37,9 @@ beforeAll(async () => {
   expect((await viaProxy(lathe.proxyUrl, `${origin.url}/text/200`)).status).toBe(200);
   const host = new URL(origin.url).host;
   expect((await viaProxy(lathe.proxyUrl, page, { headers: { Host: host, "Warcprox-Meta": '{"lathe": {"collection": "coll-b"}}' } })).status).toBe(200);
+  // The client has its answer before the capture is written: wait for the five.
+  for (let i = 0; i < 200 && lathe.archiver.stats.captures < 5; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(lathe.archiver.stats.captures).toBe(5);
   const r = await fetch(`${lathe.controlUrl}/api/v1/resources?kind=view&page=${encodeURIComponent(page)}`, { method: "POST", body: new Uint8Array([1, 2, 3]), headers: { "Content-Type": "image/png" } });
   expect(r.status).toBe(201);
 });
@@ -76,7 +79,7 @@ async function checkAnswers(): Promise<void> {
 
 describe("GET /cdx", () => {
   it("answers from the open files' lines in memory", async () => {
-    expect(readdirSync(lathe.dir).filter((n) => n.endsWith(".cdxj.open")).length).toBe(2);
+    expect(readdirSync(lathe.dir).filter((n) => n.endsWith(".cdxj.open")), readdirSync(lathe.dir).join(" ")).toHaveLength(2);
     await checkAnswers();
   });
 
@@ -100,8 +103,15 @@ describe("GET /cdx", () => {
     const crashed = w!.replace(/\.warc\.gz$/, "-crashed.warc.gz");
     copyFileSync(w!, crashed + ".open");
     writeFileSync(crashed + ".cdxj.open", "stale\n");
+    // An index removed (or never written) is read again from its WARC; a stale journal goes.
+    const b = warcFiles(lathe.dir).find((f) => f.includes("/coll-b-"))!;
+    const bIndex = await readFile(`${b}.cdxj`, "utf8");
+    await rm(`${b}.cdxj`);
+    writeFileSync(`${b}.cdxj.open`, "stale\n");
     const old = lathe;
     lathe = await startTestLathe({}, { warcDir: old.dir, certsDir: old.certsDir });
+    expect(await readFile(`${b}.cdxj`, "utf8")).toBe(bIndex);
+    expect(existsSync(`${b}.cdxj.open`)).toBe(false);
     expect(existsSync(crashed + ".cdxj.open")).toBe(false);
     const want: string[] = [];
     for await (const l of rebuiltLines(crashed)) want.push(l);

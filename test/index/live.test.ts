@@ -70,6 +70,10 @@ beforeAll(async () => {
   const wr = await viaProxy(p, `screenshot:${page}`, { method: "WARCPROX_WRITE_RECORD", headers: { Host: host, "Content-Type": "image/png", "WARC-Type": "resource" }, body: Buffer.from("png bytes") });
   expect(wr.status).toBe(204);
   // While open: the lines are in memory and in the journal.
+  // Captures are written after the client has its answer; the journal behind the writer's queue.
+  for (let i = 0; i < 200 && lathe.archiver.stats.captures + lathe.archiver.stats.failed < 11; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(lathe.archiver.stats.captures).toBe(11);
+  await new Promise((r) => setTimeout(r, 200));
   const open = readdirSync(lathe.dir).filter((n) => n.endsWith(".cdxj.open"));
   expect(open.length).toBe(1);
   journal = await readFile(join(lathe.dir, open[0]!), "utf8");
