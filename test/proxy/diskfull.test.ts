@@ -51,6 +51,9 @@ describe.skipIf(!mnt)("disk full (a 2 MiB tmpfs; skipped when tmpfs cannot be mo
     }
     expect(refused).toMatch(/cannot archive right now.*disk full|no space/i);
     expect(lathe.writers.get("lathe")!.state().failed?.code).toBe("ERR_WARC_WRITE");
+    // Status (control API) shows the writer stalled, with the reason.
+    const writerStatus = async () => ((await (await fetch(`${lathe.controlUrl}/api/v1/status`)).json()) as { writers: Array<{ prefix: string; failed: string | null }> }).writers.find((w) => w.prefix === "lathe");
+    expect((await writerStatus())?.failed).toMatch(/disk full|no space/i);
 
     rmSync(filler);
     let resumed = false;
@@ -64,10 +67,14 @@ describe.skipIf(!mnt)("disk full (a 2 MiB tmpfs; skipped when tmpfs cannot be mo
       }
     }
     expect(resumed).toBe(true);
+    expect((await writerStatus())?.failed).toBeNull();
 
+    const reported = lathe.archiver.stats.captures;
     await lathe.stop();
     expect(readdirSync(warcDir).some((f) => f.endsWith(".open"))).toBe(false);
     const recs = await readAllWarcs(warcDir);
+    // Nothing is reported written that was not: the captures counted are the captures on disk.
+    expect(recs.filter((r) => r.type === "response" || r.type === "revisit").length).toBe(reported);
     for (const r of recs) expect(checkDigests(r)).toEqual([]);
     const archived = new Set(recs.filter((r) => r.type === "response").map((r) => r.get("WARC-Target-URI")));
     for (const url of complete) expect(archived.has(url), url).toBe(true);
