@@ -6,7 +6,7 @@ import type { ProxyContext } from "./context.js";
 import { refusal } from "./exchange.js";
 import { sendPlainOnSocket } from "./respond.js";
 import { parseConnectTarget } from "./target.js";
-import { markSession, sessionOf } from "./sessionOf.js";
+import { markSession, requireSessionCredentials, sessionOf } from "./sessionOf.js";
 
 /** Where the requests arriving on a tunnel go: the CONNECT target. */
 export interface TunnelTarget {
@@ -63,6 +63,8 @@ export function handleConnect(
     return;
   }
   markSession(socket, session);
+  // The CONNECT carried the credentials; the requests inside the tunnel need not repeat them.
+  requireSessionCredentials(socket, false);
   socket.setNoDelay(true);
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   const timer = setTimeout(() => {

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { handleWriteRecord, isWriteRecordStart } from "./writeRecord.js";
-import { markSession } from "./sessionOf.js";
+import { markSession, requireSessionCredentials } from "./sessionOf.js";
 import type { Session } from "../archive/sessions.js";
 import { ProxyError } from "../core/errors.js";
 import type { ProxyContext } from "./context.js";
@@ -12,6 +12,7 @@ import { sendPlain, sendPlainOnSocket } from "./respond.js";
 import { type Target, parseAbsoluteForm } from "./target.js";
 import { handleUpgrade } from "./upgrade.js";
 import { cidrMatcher } from "../upstream/destinations.js";
+import { isLoopbackHost } from "../config/validate.js";
 
 export interface ProxyServer {
   listen(port: number, host: string): Promise<AddressInfo>;
@@ -163,6 +164,7 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
   // proxy.allowClients: anyone else is closed before a byte is read (README "Security").
   const allowList = ctx.config.proxy.allowClients;
   const allowed = allowList.length > 0 ? cidrMatcher(allowList) : null;
+  const exposed = !allowed && !isLoopbackHost(ctx.config.proxy.host);
   const listener = net.createServer({ noDelay: true }, (s: Socket) => {
     if (allowed && !allowed(s.remoteAddress ?? "")) {
       ctx.log.debug("client-refused", { address: s.remoteAddress, reason: "not in proxy.allowClients" });
@@ -173,7 +175,10 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
     sockets.add(s);
     s.once("close", () => sockets.delete(s));
     s.on("error", () => s.destroy());
-    if (bound.session) markSession(s, bound.session);
+    if (bound.session) {
+      markSession(s, bound.session);
+      if (exposed) requireSessionCredentials(s, true);
+    }
     // Node's headersTimeout starts with the parser; a client that connects and never sends a
     // byte is closed here, after the same time (slowloris, idle connection floods).
     const silent = setTimeout(() => {

@@ -5,6 +5,16 @@ import type { Session } from "../archive/sessions.js";
 import type { ProxyContext } from "./context.js";
 
 const SESSION = Symbol("lathe.session");
+const NEEDS_CREDENTIALS = Symbol("lathe.needsCredentials");
+
+/**
+ * A session port reachable from other hosts without an allow-list (proxy.host not loopback,
+ * proxy.allowClients empty) would be open to anyone who finds it: there, requests arriving on
+ * the port itself must carry that session's credentials too (README "Security").
+ */
+export function requireSessionCredentials(socket: Socket, yes: boolean): void {
+  (socket as unknown as Record<symbol, boolean>)[NEEDS_CREDENTIALS] = yes;
+}
 
 /** Tie a client connection to a session (its own port, or an authenticated CONNECT tunnel). */
 export function markSession(socket: Socket, s: Session | null): void {
@@ -21,9 +31,15 @@ export function sessionMark(socket: Socket): Session | null {
  */
 export function sessionOf(ctx: ProxyContext, req: IncomingMessage): Session | null | "invalid" {
   const marked = sessionMark(req.socket);
-  if (marked) return marked.closed ? "invalid" : marked;
   const raw = req.headers["proxy-authorization"];
   const auth = Array.isArray(raw) ? raw[0] : raw;
+  if (marked) {
+    if (marked.closed) return "invalid";
+    if ((req.socket as unknown as Record<symbol, boolean | undefined>)[NEEDS_CREDENTIALS]) {
+      return ctx.sessions.fromProxyAuthorization(auth) === marked ? marked : "invalid";
+    }
+    return marked;
+  }
   const s = ctx.sessions.fromProxyAuthorization(auth);
   const p = ctx.config.proxy;
   if (s) return s;

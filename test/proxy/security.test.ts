@@ -87,6 +87,45 @@ describe("not an open proxy", () => {
     await b.stop();
   });
 
+  it("off loopback without an allow-list, a session's own port also requires that session's credentials", async () => {
+    const origin = await startHttpOrigin();
+    const exposed = await startTestLathe({ proxy: { host: "0.0.0.0", auth: "required" } });
+    try {
+      const s = await exposed.facade.openSession({});
+      const port = `http://127.0.0.1:${s.proxy.port}`;
+      const creds = `Basic ${Buffer.from(`${s.username}:${s.password}`).toString("base64")}`;
+      const none = await viaProxy(port, `${origin.url}/text/10`);
+      expect(none.status).toBe(407);
+      const wrong = await viaProxy(port, `${origin.url}/text/10`, { headers: { Host: "x", "Proxy-Authorization": `Basic ${Buffer.from(`${s.username}:nope`).toString("base64")}` } });
+      expect(wrong.status).toBe(407);
+      expect(origin.seen).toHaveLength(0);
+      const ok = await viaProxy(port, `${origin.url}/text/10`, { headers: { Host: "x", "Proxy-Authorization": creds } });
+      expect(ok.status).toBe(200);
+      // A tunnel authenticated on its CONNECT serves its requests without them.
+      const tunnel = await rawExchange(
+        port,
+        `CONNECT ${origin.host}:${origin.port} HTTP/1.1\r\nProxy-Authorization: ${creds}\r\n\r\nGET /text/3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      expect(tunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK/);
+      const noCreds = await rawExchange(port, `CONNECT ${origin.host}:${origin.port} HTTP/1.1\r\n\r\n`);
+      expect(noCreds).toMatch(/^HTTP\/1\.1 407 /);
+      await exposed.facade.closeSession(s.id);
+    } finally {
+      await exposed.stop();
+    }
+    // With an allow-list (or on loopback) the session port is the credential, as before.
+    const listed = await startTestLathe({ proxy: { host: "0.0.0.0", auth: "required", allowClients: ["127.0.0.1/32"] } });
+    try {
+      const s = await listed.facade.openSession({});
+      const r = await viaProxy(`http://127.0.0.1:${s.proxy.port}`, `${origin.url}/text/10`);
+      expect(r.status).toBe(200);
+      await listed.facade.closeSession(s.id);
+    } finally {
+      await listed.stop();
+      await origin.close();
+    }
+  });
+
   it("rejects a malformed allow-list entry at configuration time", async () => {
     await expect(startTestLathe({ proxy: { allowClients: ["10.0.0.0/33"] } })).rejects.toThrow(/proxy\.allowClients\[0\]/);
     await expect(startTestLathe({ upstream: { denyAddresses: ["metadata"] } })).rejects.toThrow(/upstream\.denyAddresses\[0\]/);
