@@ -1,0 +1,92 @@
+/**
+ * The per-collection index (decisions.md §6) without a proxy: closed files are merged in the
+ * background once enough wait (or after a delay), answers stay the same through every state, and
+ * a new service on the same directory picks up the merged index and the files not merged yet.
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../src/core/log.js";
+import { parseCdxQuery } from "../../src/index/query.js";
+import { CdxService } from "../../src/index/service.js";
+import { formatWarcDate } from "../../src/warc/date.js";
+import type { RecordDraft } from "../../src/warc/types.js";
+import { createWarcWriter } from "../../src/warc/writer.js";
+import { writerOpts } from "../warc/helpers.js";
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+let n = 0;
+function resource(uri: string, micros: bigint): RecordDraft {
+  const id = `<urn:uuid:00000000-0000-4000-8000-${String(++n).padStart(12, "0")}>`;
+  return {
+    type: "resource",
+    id,
+    fields: [["WARC-Type", "resource"], ["WARC-Record-ID", id], ["WARC-Date", formatWarcDate(micros, "1.1")], ["WARC-Target-URI", uri], ["WARC-Payload-Digest", "sha1:X"], ["Content-Type", "text/plain"]],
+    block: [Buffer.from(`capture ${n}`)],
+  };
+}
+
+const answer = async (svc: CdxService, query: string): Promise<string[]> => {
+  const out: string[] = [];
+  for await (const l of svc.query(parseCdxQuery(new URLSearchParams(query)))) out.push(l.line);
+  return out;
+};
+
+describe("CdxService", () => {
+  it("merges closed files after mergeAfterFiles, keeps answers, and reloads from disk", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+    dirs.push(dir);
+    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 3, mergeAfterMs: 0 });
+    await svc.start();
+    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const base = 1_780_000_000_000_000n;
+    const want: string[] = [];
+    for (let f = 0; f < 5; f++) {
+      for (let i = 0; i < 4; i++) await w.write([resource(`http://example.com/p${i}`, base + BigInt(f * 4 + i) * 1_000_000n)]);
+      // Open: from memory.
+      const got = await answer(svc, "url=example.com/&matchType=prefix");
+      expect(got).toHaveLength((f + 1) * 4);
+      await w.rollover();
+      await new Promise((r) => setTimeout(r, 50));
+      want.splice(0, want.length, ...(await answer(svc, "url=example.com/&matchType=prefix")));
+      expect(want).toEqual(got);
+      expect([...want].sort()).toEqual(want);
+    }
+    // Three closed files triggered a merge; two wait.
+    const state = JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8"));
+    expect(state.files).toHaveLength(3);
+    expect(existsSync(join(dir, "lathe-cdx", "c", state.merged))).toBe(true);
+    expect(await answer(svc, "url=http://example.com/p2&sort=reverse&limit=2")).toEqual(want.filter((l) => l.includes("/p2")).reverse().slice(0, 2));
+    await w.close();
+    await svc.close();
+
+    const again = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"] });
+    await again.start();
+    expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
+    await again.mergeNow("c");
+    expect(JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8")).files).toHaveLength(5);
+    expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
+    expect(await answer(again, "url=example.com/&matchType=prefix&collection=c")).toEqual(want);
+    await again.close();
+  });
+
+  it("merges after mergeAfterMs", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+    dirs.push(dir);
+    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 100, mergeAfterMs: 100 });
+    await svc.start();
+    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    await w.write([resource("http://example.com/x", 1_780_000_000_000_000n)]);
+    await w.close();
+    for (let i = 0; i < 100 && !existsSync(join(dir, "lathe-cdx", "c", "state.json")); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8")).files).toHaveLength(1);
+    expect(await answer(svc, "url=http://example.com/x")).toHaveLength(1);
+    await svc.close();
+  });
+});
