@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import dns from "node:dns";
+import http from "node:http";
 import net from "node:net";
 import tls from "node:tls";
 import { X509Certificate, createPublicKey } from "node:crypto";
@@ -309,6 +310,23 @@ describe("logs never contain credentials or cookies", () => {
         await lathe.stop();
       }
     }
+    // The control API with a bearer token, right and wrong.
+    const withToken = await startTestLathe({ control: { token: "control-SECRET-9" } }, { log });
+    try {
+      for (const token of ["control-SECRET-9", "wrong-SECRET-10"]) {
+        await new Promise<void>((resolve, reject) => {
+          const req = http.request(`${withToken.controlUrl}/api/v1/status`, { headers: { Authorization: `Bearer ${token}`, Cookie: "c=cookie-SECRET-11" } }, (res) => {
+            res.resume();
+            res.on("end", () => resolve());
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      }
+    } finally {
+      await withToken.stop();
+    }
+    expect(lines.some((l) => l.includes("control.request"))).toBe(true);
     await origin.close();
     await httpsOrigin.close();
     await cookieOrigin.close();
