@@ -74,16 +74,17 @@ export interface PreparedRecord {
 }
 
 export async function prepareLanded(l: LandedRecord, filename: string): Promise<PreparedRecord> {
-  const rec = await landedRecord(l.draft, l.fields, l.offset, l.length, filename);
+  const rec = await landedRecord(l.draft, l.offset, l.length, filename);
   rec.httpHead();
   const digest = isIndexed(rec) ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
   const post = rec.warcType === "request" ? await postAppendFor(rec) : null;
   return { rec, digest, post };
 }
 
-async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, offset: number, length: number, file: string): Promise<WarcRecord> {
-  // Values as the reader sees them: the serialised UTF-8 decoded again, trimmed.
-  const headers = fields.map(([n, v]) => [n, Buffer.from(v, "utf8").toString("utf8").trim()] as const);
+async function landedRecord(d: RecordDraft, offset: number, length: number, file: string): Promise<WarcRecord> {
+  // Values as the reader sees them: the serialised UTF-8 decoded again, trimmed. (The two fields
+  // the serializer adds, WARC-Warcinfo-ID and Content-Length, play no part in an index line.)
+  const headers = d.fields.map(([n, v]) => [n, Buffer.from(v, "utf8").toString("utf8").trim()] as const);
   const lower = headers.map(([n]) => n.toLowerCase());
   const get = (name: string): string | null => {
     const i = lower.indexOf(name.toLowerCase());
@@ -93,7 +94,7 @@ async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, off
   const size = d.block.reduce((n, p) => n + partSize(p), 0);
   const prefixLen = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
   const t = get("warc-target-uri");
-  const warcType = get("warc-type") ?? "";
+  const warcType = get("warc-type") ?? d.type;
   const ct = get("content-type");
   const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
   // Usually the HTTP head is the first part, whole: the head parser stops at the first blank
@@ -116,7 +117,7 @@ async function landedRecord(d: RecordDraft, fields: Array<[string, string]>, off
     contentLength: size,
     targetUri: t !== null && t.startsWith("<") && t.endsWith(">") ? t.slice(1, -1) : t,
     date: get("warc-date"),
-    recordId: get("warc-record-id"),
+    recordId: get("warc-record-id") ?? d.id,
     headerLength: 0,
     trailerOk: true,
     blockPrefix: prefix,
@@ -244,6 +245,7 @@ interface LiveFile {
   /** The journal, written behind the queue: queries read memory, a crash is repaired by recovery. */
   journal: FileHandle | null;
   journalled: Promise<void>;
+  backlog: string[];
 }
 
 /** The index hook of one writer (series). */
@@ -264,7 +266,7 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       } catch (e) {
         o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
       }
-      files.set(name, { lines, openPath, finalPath, broken: false, journal, journalled: Promise.resolve() });
+      files.set(name, { lines, openPath, finalPath, broken: false, journal, journalled: Promise.resolve(), backlog: [] });
       await o.onOpened?.(name, lines);
     },
     async written(name, records) {
@@ -274,18 +276,22 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
         const prepared: PreparedRecord[] = [];
         for (const r of records) prepared.push(await prepareLanded(r, name));
         const added = f.lines.add(prepared);
-        const fh = f.journal;
-        if (added.length && fh) {
-          const text = added.join("");
-          f.journalled = f.journalled
-            .then(() => fh.write(text))
-            .then(
-              () => {},
-              (e: unknown) => {
+        if (added.length && f.journal) {
+          // Lines that come while a write is in flight go together in the next one.
+          const flushing = f.backlog.length > 0;
+          f.backlog.push(...added);
+          if (!flushing) {
+            f.journalled = f.journalled.then(async () => {
+              const text = f.backlog.join("");
+              f.backlog = [];
+              try {
+                await f.journal?.write(text);
+              } catch (e) {
                 if (f.journal) o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
                 f.journal = null;
-              },
-            );
+              }
+            });
+          }
         }
       } catch (e) {
         // The file is fine; its index will be read from it at close.

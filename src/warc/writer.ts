@@ -17,7 +17,7 @@ import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
 import { encodeRecord, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
-import { RECORD_TRAILER, headerFields, serializeHeader } from "./serialize.js";
+import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
 import { syncDir } from "./syncDir.js";
 import type { RecordDraft, WarcWriter, WriterState, WrittenRecord } from "./types.js";
 import { buildWarcinfo, hostIp, type WarcinfoInfo } from "./warcinfo.js";
@@ -89,11 +89,12 @@ export interface WarcWriterOptions {
   fs?: WriterFs;
 }
 
-/** A record as it landed: its draft, the header fields as written, and where its bytes are. */
+/**
+ * A record as it landed: its draft (whose fields the serializer wrote as they are, adding only
+ * WARC-Warcinfo-ID and Content-Length) and where its bytes are.
+ */
 export interface LandedRecord {
   draft: RecordDraft;
-  /** Header fields in file order (WARC-Warcinfo-ID and Content-Length included). */
-  fields: Array<[string, string]>;
   offset: number;
   length: number;
 }
@@ -380,7 +381,7 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     }
     if (opts.index) {
       const landed: LandedRecord[] = items.flatMap(({ group }, k) =>
-        outs[k]!.map((w, i) => ({ draft: group[i]!, fields: headerFields(group[i]!, { version: opts.version, warcinfoId: f.warcinfoId }), offset: w.offset, length: w.length })),
+        outs[k]!.map((w, i) => ({ draft: group[i]!, offset: w.offset, length: w.length })),
       );
       await hook("written", () => opts.index?.written(f.name, landed));
     }
