@@ -128,7 +128,8 @@ describe("slow and idle clients", () => {
 
   it("2,000 idle connections: another client is served meanwhile, then timeouts close them all and free their descriptors", async () => {
     const N = 2000;
-    const l = await startTestLathe({ proxy: { headersTimeoutMs: 8000 } });
+    // Long enough for all of them to be opened first, even on a busy machine.
+    const l = await startTestLathe({ proxy: { headersTimeoutMs: 12_000 } });
     try {
       const baseline = openFds();
       const sockets: net.Socket[] = [];
@@ -165,7 +166,7 @@ describe("slow and idle clients", () => {
       expect(r.status).toBe(200);
       expect(r.body.length).toBe(100);
       expect(closedByServer).toBe(0); // they were all still open while it was served
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + 25_000;
       while (closedByServer < N && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
       expect(closedKind, "closed: [silent, partial request]").toEqual([N / 2, N / 2]);
       // Both ends closed: the descriptors are back (a little slack for other work in the process).
@@ -174,7 +175,7 @@ describe("slow and idle clients", () => {
     } finally {
       await l.stop();
     }
-  }, 60_000);
+  }, 90_000);
 });
 
 describe("malformed and smuggling requests", () => {

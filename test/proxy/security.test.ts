@@ -11,6 +11,7 @@ import tls from "node:tls";
 import { X509Certificate, createPublicKey } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { networkInterfaces } from "node:os";
 import { type Origin, startHttpOrigin, startHttpsOrigin, startRawOrigin } from "../helpers/origin.js";
 import { originCerts } from "../helpers/certs.js";
 import { type TestLathe, startTestLathe } from "../helpers/lathe.js";
@@ -256,7 +257,9 @@ describe("loops and protected destinations", () => {
     const l = await startTestLathe({ proxy: { host: "0.0.0.0", allowClients: ["127.0.0.0/8"] } });
     try {
       const proxyUrl = `http://127.0.0.1:${l.address.port}`;
-      for (const ip of ["127.0.0.5", "0.0.0.0"]) {
+      // Any address of this machine reaches a socket bound to 0.0.0.0.
+      const external = Object.values(networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal)?.address;
+      for (const ip of ["127.0.0.5", "0.0.0.0", ...(external ? [external] : [])]) {
         const r = await viaProxy(proxyUrl, `http://${ip}:${l.address.port}/`);
         expect(r.status, ip).toBe(508);
       }
