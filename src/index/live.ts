@@ -27,6 +27,8 @@ const MIB = 1024 * 1024;
 const KEEP_BLOCK = 8 * MIB;
 const MAX_HEAD = 1 * MIB;
 const PREFIX = 256 * 1024;
+/** Lines kept unsorted (sorted per query) before they are merged into the sorted ones. */
+const TAIL_MAX = 2048;
 
 const partSize = (p: BlockPart): number => (p instanceof Uint8Array ? p.byteLength : p.size);
 
@@ -147,8 +149,10 @@ export class LiveFileLines {
   readonly filename: string;
   #lines: string[] = [];
   #prev: { p: PreparedRecord; line: string | null } | null = null;
-  /** The lines without LF, sorted. */
-  #query: string[] = [];
+  /** For queries, the lines without LF: a sorted array never changed in place (a query may be
+   * reading it), and the latest lines unsorted, merged into it now and then. */
+  #main: string[] = [];
+  #tail: string[] = [];
 
   constructor(filename: string) {
     this.filename = filename;
@@ -166,8 +170,8 @@ export class LiveFileLines {
       if (line === null) return;
       this.#lines.push(line);
       added.push(line);
-      const q = line.slice(0, -1);
-      this.#query.splice(this.#at(q), 0, q);
+      this.#tail.push(line.slice(0, -1));
+      if (this.#tail.length >= TAIL_MAX) this.#compact();
     };
     for (const p of records) {
       const prev = this.#prev;
@@ -181,8 +185,9 @@ export class LiveFileLines {
               const i = this.#lines.lastIndexOf(prev.line);
               if (i >= 0) this.#lines.splice(i, 1);
               const q = prev.line.slice(0, -1);
-              const j = this.#at(q);
-              if (this.#query[j] === q) this.#query.splice(j, 1);
+              const j = this.#tail.lastIndexOf(q);
+              if (j >= 0) this.#tail.splice(j, 1);
+              else this.#main = this.#main.filter((x) => x !== q);
             }
             push(line);
           }
@@ -205,20 +210,24 @@ export class LiveFileLines {
     return sortLines(this.#lines);
   }
 
-  /** A snapshot of the lines without their LF, in order (kept sorted as lines come). */
-  sortedForQuery(): string[] {
-    return this.#query.slice();
+  /** The lines without their LF, as sorted arrays to merge (a snapshot: later lines go elsewhere). */
+  forQuery(): string[][] {
+    const tail = [...this.#tail].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return tail.length ? [this.#main, tail] : [this.#main];
   }
 
-  #at(line: string): number {
-    let lo = 0;
-    let hi = this.#query.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.#query[mid]! < line) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+  #compact(): void {
+    const tail = this.#tail.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const main = this.#main;
+    const out = new Array<string>(main.length + tail.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < main.length && j < tail.length) out[k++] = main[i]! <= tail[j]! ? main[i++]! : tail[j++]!;
+    while (i < main.length) out[k++] = main[i++]!;
+    while (j < tail.length) out[k++] = tail[j++]!;
+    this.#main = out;
+    this.#tail = [];
   }
 }
 

@@ -224,7 +224,7 @@ export class CdxService {
             this.#o.log.warn("cdx-index-unreadable", { file: p, error: errorMessage(e) });
           }
         }
-        for (const l of c.open.values()) out.push(new MemoryLines(l.sortedForQuery()));
+        for (const l of c.open.values()) for (const part of l.forQuery()) out.push(new MemoryLines(part));
       }
     } catch (e) {
       await Promise.all(out.map((s) => s.close()));

@@ -76,6 +76,32 @@ describe("CdxService", () => {
     await again.close();
   });
 
+  it("answers an open file with thousands of lines in order (sorted part + recent part)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+    dirs.push(dir);
+    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterMs: 0 });
+    await svc.start();
+    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    let total = 0;
+    for (let g = 0; g < 110; g++) {
+      const group: RecordDraft[] = [];
+      for (let i = 0; i < 50; i++) group.push(resource(`http://example.com/${(g * 7919 + i * 104729) % 1000}`, 1_780_000_000_000_000n + BigInt(g * 50 + i) * 1_000_000n));
+      await w.write(group);
+      total += 50;
+      if (g % 37 === 0 || g === 109) {
+        const got = await answer(svc, "url=example.com/&matchType=prefix");
+        expect(got).toHaveLength(total);
+        expect([...got].sort()).toEqual(got);
+        const rev = await answer(svc, "url=example.com/&matchType=prefix&sort=reverse");
+        expect(rev).toEqual([...got].reverse());
+      }
+    }
+    const open = await answer(svc, "url=example.com/&matchType=prefix");
+    await w.close();
+    expect(await answer(svc, "url=example.com/&matchType=prefix")).toEqual(open);
+    await svc.close();
+  });
+
   it("merges after mergeAfterMs", async () => {
     const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
     dirs.push(dir);
