@@ -234,7 +234,7 @@ export class CrawlLog {
   readonly dir: string;
   readonly port: number;
   readonly hostname: string;
-  private readonly files = new Map<string, { handle: Promise<FileHandle>; tail: Promise<void> }>();
+  private readonly files = new Map<string, { handle: Promise<FileHandle>; tail: Promise<void>; batch: { lines: string[]; written: Promise<void> } | null }>();
   private dirReady: Promise<unknown> | null = null;
   private closed = false;
 
@@ -267,18 +267,27 @@ export class CrawlLog {
     if (!f) {
       this.dirReady ??= mkdir(this.dir, { recursive: true });
       const handle = this.dirReady.then(() => open(path, "a"));
-      f = { handle, tail: handle.then(() => undefined) };
+      f = { handle, tail: handle.then(() => undefined), batch: null };
       this.files.set(path, f);
       handle.catch(() => this.files.delete(path));
     }
-    const data = Buffer.from(line + "\n", "utf8");
+    // Lines arriving while a write is queued join it: one write(2) for all of them, so under load
+    // the log keeps up instead of queueing one round trip per capture. Each resolves once written.
+    if (f.batch) {
+      f.batch.lines.push(line);
+      return f.batch.written;
+    }
+    const batch = { lines: [line], written: Promise.resolve() };
+    const file = f;
     const h = f.handle;
-    const write = f.tail.catch(() => undefined).then(async () => {
+    batch.written = f.tail.catch(() => undefined).then(async () => {
+      if (file.batch === batch) file.batch = null;
       const fh = await h;
-      await fh.appendFile(data);
+      await fh.appendFile(Buffer.from(batch.lines.join("\n") + "\n", "utf8"));
     });
-    f.tail = write;
-    return write;
+    f.batch = batch;
+    f.tail = batch.written;
+    return batch.written;
   }
 
   /** Wait for pending lines and close every file. */
