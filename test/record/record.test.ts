@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { originCerts } from "../helpers/certs.js";
@@ -188,6 +188,14 @@ describe.skipIf(!hasChromium)(`lathe record --headless${hasChromium ? "" : ` (sk
       const cdxj = await new Promise<string>((resolve, reject) =>
         execFile(process.execPath, [BIN, "index", "--cdxj", ...files], { maxBuffer: 16 * 1024 * 1024 }, (err, out) => (err ? reject(err) : resolve(out))),
       );
+      // The live index beside each closed WARC is there when the session ends, and is what
+      // `lathe index` gives for that file (replay can start at once).
+      for (const f of files) {
+        const rebuilt = await new Promise<string>((resolve, reject) =>
+          execFile(process.execPath, [BIN, "index", "--cdxj", f], { maxBuffer: 16 * 1024 * 1024 }, (err, out) => (err ? reject(err) : resolve(out))),
+        );
+        expect(readFileSync(`${f}.cdxj`, "utf8"), `live index of ${f}`).toBe(rebuilt);
+      }
       for (const p of [...pages, wsPage]) {
         for (const variant of ["view", "thumbnail"]) {
           const line = cdxj.split("\n").find((l) => l.includes(`"url": "urn:${variant}:${p}"`));
