@@ -257,7 +257,18 @@ export class MessageCapture {
     if (spool) {
       if (dechunk) {
         bodyLength = this.#entityLength;
-        body = { size: bodyLength, createReadStream: () => spool.createReadStream().pipe(new DechunkStream()) };
+        body = {
+          size: bodyLength,
+          createReadStream: () => spool.createReadStream().pipe(new DechunkStream()),
+          memory: () => {
+            const wire = spool.memory();
+            if (!wire) return null;
+            const d = new Dechunker();
+            const out: Uint8Array[] = [];
+            for (const c of wire) d.feed(c, (data) => out.push(data));
+            return out;
+          },
+        };
       } else {
         bodyLength = this.#rawLength;
         body = spool;

@@ -92,6 +92,11 @@ export class Spool implements StreamSource {
     return Readable.from(this.#chunks, { objectMode: false });
   }
 
+  /** The chunks, once finished and only while they are all in memory. */
+  memory(): readonly Uint8Array[] | null {
+    return this.#path || !this.#finished ? null : this.#chunks;
+  }
+
   /** In-memory content (only when not on disk); for small bodies such as request heads. */
   bytes(): Buffer | null {
     return this.#path ? null : Buffer.concat(this.#chunks);

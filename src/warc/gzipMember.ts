@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip, deflateRawSync, gzipSync } from "node:zlib";
+import { createGzip, gzipSync } from "node:zlib";
+import { gzipMemberSync } from "./deflate.js";
 import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
 import { blockSize, partSize, RECORD_TRAILER } from "./serialize.js";
 import type { BlockPart, StreamSource } from "./types.js";
@@ -93,7 +94,86 @@ async function* concatIter(first: Uint8Array[], rest: AsyncIterable<Uint8Array>)
   yield* rest;
 }
 
+/** The parts of a block when every one is in memory (a spool that never reached its file), else null. */
+function memoryParts(block: BlockPart[]): Uint8Array[] | null {
+  const out: Uint8Array[] = [];
+  for (const part of block) {
+    if (part instanceof Uint8Array) {
+      if (part.byteLength > 0) out.push(part);
+      continue;
+    }
+    const m = part.memory?.() ?? null;
+    if (!m) return null;
+    let n = 0;
+    for (const c of m) {
+      n += c.byteLength;
+      if (c.byteLength > 0) out.push(c);
+    }
+    // The same check readSource makes: a part must hold exactly its declared size.
+    if (n !== part.size) throw new ProxyError("ERR_SPOOL", `a record block part is ${n > part.size ? "longer" : "shorter"} than its declared ${part.size} bytes`);
+  }
+  return out;
+}
+
+/**
+ * The member of a small record whose block is all in memory, built synchronously (no stream,
+ * no spool, no threadpool round trip: most records of a crawl are a few KB); null when the
+ * record is too large or a part is on disk, and `encodeRecord` must stream it.
+ */
+export function encodeRecordSync(head: Uint8Array, block: BlockPart[], opts: EncodeOptions): EncodedRecord | null {
+  const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
+  if (recordSize > SYNC_GZIP_MAX_BYTES) return null;
+  const parts = memoryParts(block);
+  if (!parts) return null;
+  const all = [head, ...parts, RECORD_TRAILER];
+  let bytes: Buffer;
+  let size: number;
+  if (!opts.gzip) {
+    bytes = Buffer.concat(all, recordSize);
+    size = recordSize;
+  } else {
+    const level = opts.level ?? 6;
+    // The payload follows the WARC header and the first block part (the HTTP head).
+    const payload = block.length > 1 ? memoryParts(block.slice(1))! : parts;
+    const member = gzipMemberSync(all, level > 0 && incompressible(firstBytes(payload, SAMPLE_BYTES)) ? 0 : level);
+    const withSl = opts.skipLength === true;
+    if (withSl) {
+      size = member.length + SL_EXTRA_BYTES;
+      bytes = Buffer.concat([member.subarray(0, GZIP_HEADER_BYTES), slExtraField(size, recordSize), member.subarray(GZIP_HEADER_BYTES)], size);
+      bytes[3] = 0x04; // FLG.FEXTRA
+    } else {
+      bytes = member;
+      size = member.length;
+    }
+  }
+  return {
+    size,
+    recordSize,
+    bytes,
+    writeTo: (out, position) => writeFully(out, bytes, position),
+    dispose: async () => {},
+  };
+}
+
+/** Up to `n` bytes from the start of `parts` (a view when the first part is long enough). */
+function firstBytes(parts: Uint8Array[], n: number): Uint8Array {
+  const first = parts[0];
+  if (!first) return new Uint8Array(0);
+  if (first.byteLength >= n || parts.length === 1) return first.subarray(0, n);
+  const out: Uint8Array[] = [];
+  let got = 0;
+  for (const p of parts) {
+    if (got >= n) break;
+    const take = p.subarray(0, n - got);
+    out.push(take);
+    got += take.byteLength;
+  }
+  return Buffer.concat(out, got);
+}
+
 export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: EncodeOptions): Promise<EncodedRecord> {
+  const sync = encodeRecordSync(head, block, opts);
+  if (sync) return sync;
   const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
   if (!opts.gzip) return plainRecord(head, block, recordSize);
 

@@ -10,6 +10,11 @@ export interface StreamSource {
   readonly size: number;
   /** A fresh stream over the whole content, every time it is called. */
   createReadStream(): Readable;
+  /**
+   * The content as chunks when it is all in memory (and will not change), else null: lets small
+   * records be encoded without a stream. Optional: a source without it is always streamed.
+   */
+  memory?(): readonly Uint8Array[] | null;
 }
 
 /**

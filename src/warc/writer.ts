@@ -15,7 +15,7 @@ import { recordId, type IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
-import { encodeRecord, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
+import { encodeRecord, encodeRecordSync, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
 import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
 import { syncDir } from "./syncDir.js";
@@ -239,6 +239,27 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       throw e;
     }
     return { warcinfoId, records, size: records.reduce((n, r) => n + r.size, 0) };
+  }
+
+  /**
+   * The group compressed at once when every record is small and in memory (most captures), or
+   * null: then it takes the asynchronous path, which also reports any error.
+   */
+  function encodeGroupSync(group: RecordDraft[], warcinfoId: string): EncodedGroup | null {
+    const records: EncodedRecord[] = [];
+    let size = 0;
+    try {
+      for (const d of group) {
+        if (d.type === "warcinfo") return null;
+        const r = encodeRecordSync(serializeHeader(d, { version: opts.version, warcinfoId }), d.block, enc);
+        if (!r) return null;
+        records.push(r);
+        size += r.size;
+      }
+    } catch {
+      return null;
+    }
+    return { warcinfoId, records, size };
   }
 
   const disposeGroup = (g: EncodedGroup) => Promise.all(g.records.map((r) => r.dispose()));
@@ -488,16 +509,23 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       // called before it.
       const q: QueuedWrite = { group, ready: null, epoch, batched: null };
       queued.push(q);
-      const encoding = ahead
-        .acquire()
-        .then(() => slots.acquire())
-        .then(() => encodeGroup(group, cur?.warcinfoId ?? nextWarcinfoId).finally(() => slots.release()));
-      encoding.then(
-        (g) => {
-          if (!q.batched) q.ready = g;
-        },
-        () => {}, // awaited in the queue; this only silences an early rejection
-      );
+      const now = encodeGroupSync(group, cur?.warcinfoId ?? nextWarcinfoId);
+      let encoding: Promise<EncodedGroup>;
+      if (now) {
+        q.ready = now;
+        encoding = Promise.resolve(now);
+      } else {
+        encoding = ahead
+          .acquire()
+          .then(() => slots.acquire())
+          .then(() => encodeGroup(group, cur?.warcinfoId ?? nextWarcinfoId).finally(() => slots.release()));
+        encoding.then(
+          (g) => {
+            if (!q.batched) q.ready = g;
+          },
+          () => {}, // awaited in the queue; this only silences an early rejection
+        );
+      }
       return enqueueWrite(async () => {
         try {
           if (q.batched) return await q.batched; // appended with an earlier write
@@ -510,7 +538,7 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
         } finally {
           const i = queued.indexOf(q);
           if (i >= 0) queued.splice(i, 1);
-          ahead.release();
+          if (!now) ahead.release();
         }
       });
     },
