@@ -113,6 +113,32 @@ describe("LeafCache with a real TLS handshake", () => {
     s.destroy();
   });
 
+  it.each([0, 2])("with %i contexts prepared ahead, every first contact presents its own leaf + the CA and the leaf key", async (spareContexts) => {
+    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem, spareContexts });
+    const s2 = await mitmServer(c, "127.0.0.1");
+    try {
+      for (let i = 0; i < 6; i++) {
+        const name = `spare${i}.example`;
+        // Let the pool refill between handshakes, the way traffic leaves gaps (or not: i odd).
+        if (i % 2 === 0) await new Promise((r) => setImmediate(r));
+        const s = await connect(s2.port, { servername: name, ca: m.certPem });
+        try {
+          expect(s.authorized).toBe(true); // the leaf verified against the CA and matched the key it signed with
+          const peer = s.getPeerCertificate(true);
+          expect(peer.subjectaltname).toBe(`DNS:${name}`);
+          expect(Buffer.from(peer.issuerCertificate.raw).equals(m.cert.raw)).toBe(true);
+          expect(s.getPeerX509Certificate()!.publicKey.export({ type: "spki", format: "der" })).toEqual(m.leafKey.spkiDer);
+          expect(c.certPem(name)).toContain("BEGIN CERTIFICATE");
+        } finally {
+          s.destroy();
+        }
+      }
+      expect(c.minted).toBe(7); // the CONNECT host and six names
+    } finally {
+      await s2.close();
+    }
+  });
+
   it("lets concurrent first contacts for one name share one signature", async () => {
     const fresh = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem });
     const s2 = await mitmServer(fresh, "127.0.0.1");
