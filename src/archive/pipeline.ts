@@ -1,5 +1,5 @@
 import type { IdSource } from "../core/ids.js";
-import { recordId } from "../core/ids.js";
+import { flatString, recordId } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
@@ -164,9 +164,10 @@ export class Archiver {
   }
 
   #rememberPage(series: string, uri: string, w: WrittenRecord): void {
-    const key = `${series} ${uri}`;
+    // Flat strings: these entries live for minutes, and ropes cost several times their text.
+    const key = flatString(`${series} ${uri}`);
     this.#pages.delete(key);
-    this.#pages.set(key, { id: w.id, date: w.date ?? "", atMs: Date.now() });
+    this.#pages.set(key, { id: flatString(w.id), date: flatString(w.date ?? ""), atMs: Date.now() });
     // Bounded: the oldest entries go first (a Map iterates in insertion order).
     if (this.#pages.size > 50_000) this.#pages.delete(this.#pages.keys().next().value!);
   }
