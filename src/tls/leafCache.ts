@@ -21,7 +21,7 @@ export interface LeafCacheOptions {
   now?: () => number;
   /**
    * Contexts kept ready with the leaf key loaded, so a first contact pays only for its
-   * certificate (see #spareContext). Default 2; 0 turns the pool off.
+   * certificate (see #refill). Default 2; 0 turns the pool off.
    */
   spareContexts?: number;
 }
@@ -142,19 +142,21 @@ export class LeafCache {
    * allows when they match (SSL_CTX_use_certificate keeps a matching key); they always do here.
    */
   #refill(): void {
-    if (this.#refilling || this.#spares.length >= this.#spareTarget || !nativeSetCert) return;
+    if (this.#refilling || this.#spares.length >= this.#spareTarget) return;
     this.#refilling = true;
     setImmediate(() => {
       this.#refilling = false;
+      let spare: SecureContext;
       try {
-        this.#spares.push(createSecureContext(this.#contextOptions()));
+        spare = createSecureContext(this.#contextOptions());
       } catch {
         return; // the same options fail again in #mint, which reports it
       }
+      // A Node without the native setCert gets no spares, and #mint builds whole contexts.
+      if (typeof (spare.context as Partial<NativeContext> | undefined)?.setCert !== "function") return;
+      this.#spares.push(spare);
       this.#refill();
     }).unref();
   }
 }
 
-/** Whether this Node's SecureContext exposes setCert (it has since Node 0.x; checked, not assumed). */
-const nativeSetCert = typeof (createSecureContext({}).context as Partial<NativeContext> | undefined)?.setCert === "function";
