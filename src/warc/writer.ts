@@ -15,7 +15,7 @@ import { recordId, type IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
-import { encodeRecord, encodeRecordSync, writeFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
+import { encodeRecord, encodeRecordSync, writeFully, writevFully, type EncodeOptions, type EncodedRecord, type PositionalWriter } from "./gzipMember.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem, warcFileName } from "./naming.js";
 import { RECORD_TRAILER, serializeHeader } from "./serialize.js";
 import { syncDir } from "./syncDir.js";
@@ -282,7 +282,7 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       const f = cur ?? (await openFile());
       // The writes right behind this one that are compressed for this file, held in memory and
       // fit in it without a rollover join this append (same order, same offsets as one by one).
-      const inMemory = (x: EncodedGroup) => x.records.every((r) => r.bytes !== null);
+      const inMemory = (x: EncodedGroup) => x.records.every((r) => r.parts !== null);
       if (inMemory(g)) {
         let size = f.size + g.size;
         let bytes = g.size;
@@ -371,10 +371,10 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     let syncing = false;
     const outs: WrittenRecord[][] = [];
     try {
-      // Groups held in memory go to the file in one write(2); large members stream.
+      // Groups held in memory go to the file in one pwritev(2); large members stream.
       const members = items.flatMap((it) => it.g.records);
-      const whole = members.every((r) => r.bytes !== null) ? (members.length === 1 ? members[0]!.bytes! : Buffer.concat(members.map((r) => r.bytes!))) : null;
-      if (whole) await writeFully(f.fh, whole, pos);
+      const whole = members.every((r) => r.parts !== null) ? members.flatMap((r) => r.parts!) : null;
+      if (whole) await writevFully(f.fh, whole, pos);
       for (const { group, g } of items) {
         const out: WrittenRecord[] = [];
         for (let i = 0; i < g.records.length; i++) {

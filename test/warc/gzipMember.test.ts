@@ -3,7 +3,7 @@ import { open, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, describe, expect, it } from "vitest";
-import { encodeRecord, slExtraField, type EncodedRecord } from "../../src/warc/gzipMember.js";
+import { encodeRecord, slExtraField, writevFully, type EncodedRecord } from "../../src/warc/gzipMember.js";
 import { bufferSource, fileSource, noise, removeTempDirs, tempDir } from "./helpers.js";
 
 afterAll(removeTempDirs);
@@ -73,6 +73,46 @@ describe("encodeRecord", () => {
     expect(b.readUInt32LE(16)).toBe(e.size);
     expect(gunzipSync(b).equals(Buffer.concat([head, big, Buffer.from("\r\n\r\n")]))).toBe(true);
     expect(await readdir(spoolDir)).toEqual([]);
+  });
+
+  it("keeps a medium record in memory as pieces (no joined copy) and writes them all with pwritev", async () => {
+    const mid = noise(700 * 1024); // above the synchronous path, below the 1 MiB memory bound
+    const e = await encodeRecord(head, [bufferSource(mid, 16 * 1024)], { gzip: true, skipLength: true });
+    expect(e.parts!.length).toBeGreaterThan(2);
+    expect(e.parts!.reduce((n, p) => n + p.byteLength, 0)).toBe(e.size);
+    const dir = await tempDir();
+    const out = join(dir, "mid.gz");
+    const fh = await open(out, "w");
+    await e.writeTo(fh, 3);
+    await fh.close();
+    const b = readFileSync(out).subarray(3);
+    expect(b.length).toBe(e.size);
+    expect(b.readUInt32LE(16)).toBe(e.size);
+    expect(gunzipSync(b).equals(Buffer.concat([head, mid, Buffer.from("\r\n\r\n")]))).toBe(true);
+  });
+
+  it("writevFully resumes short pwritev writes mid-buffer and never writes a byte twice", async () => {
+    const parts = [Buffer.from("abc"), Buffer.alloc(0), Buffer.from("defgh"), Buffer.from("ij"), Buffer.from("klmnopq")];
+    const disk = Buffer.alloc(40, ".");
+    const calls: number[] = [];
+    const writer = {
+      async write(): Promise<{ bytesWritten: number }> {
+        throw new Error("writev expected");
+      },
+      async writev(bufs: Uint8Array[], pos: number) {
+        // at most 4 bytes per call: every split point lands inside or between buffers
+        const joined = Buffer.concat(bufs).subarray(0, 4);
+        joined.copy(disk, pos);
+        calls.push(pos);
+        return { bytesWritten: joined.length };
+      },
+    };
+    await writevFully(writer, parts, 2);
+    expect(disk.toString("latin1", 2, 19)).toBe("abcdefghijklmnopq");
+    expect(disk.toString("latin1", 19)).toBe(".".repeat(21));
+    expect(calls).toEqual([2, 6, 10, 14, 18]);
+    const stuck = { write: writer.write, writev: async () => ({ bytesWritten: 0 }) };
+    await expect(writevFully(stuck, parts, 0)).rejects.toThrow(/no progress/);
   });
 
   it("writes .warc records uncompressed with their CRLF CRLF", async () => {
