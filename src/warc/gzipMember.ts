@@ -435,13 +435,12 @@ class Spool {
       // only where the platform refuses to unlink an open file.
       this.#path = await unlink(path).then(() => null, () => path);
     }
-    // One writev(2) of the buffered chunks: no 1 MiB copy per flush.
+    // One pwritev(2) of the buffered chunks: no 1 MiB copy per flush.
     const parts = this.#buffered;
     const total = this.#bufferedBytes;
     this.#buffered = [];
     this.#bufferedBytes = 0;
-    const { bytesWritten } = await this.#fh.writev(parts, this.#fileBytes);
-    if (bytesWritten < total) await writeFully(this.#fh, Buffer.concat(parts, total).subarray(bytesWritten), this.#fileBytes + bytesWritten);
+    await writevFully(this.#fh, parts, this.#fileBytes);
     this.#fileBytes += total;
   }
 }
