@@ -50,7 +50,7 @@ export class LeafCache {
   // A Map iterates in insertion order; re-inserting on use makes the first key the LRU one.
   readonly #entries = new Map<string, Entry>();
   #minted = 0;
-  readonly #spareTarget: number;
+  #spareTarget: number;
   readonly #spares: SecureContext[] = [];
   #refilling = false;
 
@@ -152,8 +152,12 @@ export class LeafCache {
       } catch {
         return; // the same options fail again in #mint, which reports it
       }
-      // A Node without the native setCert gets no spares, and #mint builds whole contexts.
-      if (typeof (spare.context as Partial<NativeContext> | undefined)?.setCert !== "function") return;
+      // A Node without the native setCert gets no spares (and builds none again), and #mint
+      // builds whole contexts.
+      if (typeof (spare.context as Partial<NativeContext> | undefined)?.setCert !== "function") {
+        this.#spareTarget = 0;
+        return;
+      }
       this.#spares.push(spare);
       this.#refill();
     }).unref();
