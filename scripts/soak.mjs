@@ -9,7 +9,9 @@
  *     with the same body, or a revisit whose original has it);
  *   - RSS of the lathe process stayed within 20% of its level after warm-up (last process,
  *     sampled from /proc/PID/status every second; a level is the median of 5 samples; warm-up
- *     lasts until lathe's bounded caches are full, 55,000 responses, or 55% of the rest);
+ *     lasts until lathe's bounded caches are full, 55,000 responses, or 55% of the rest; then a
+ *     short idle pause counts the idle fds, and sampling starts once the load is back, 10 s or
+ *     5,000 responses later, so the reference is a level under load like every later one);
  *   - open file descriptors (/proc/PID/fd) returned to their idle count once the load stopped.
  * Exit status 0 when all hold, 1 otherwise, with a summary. Not part of `npm test`.
  */
@@ -316,6 +318,14 @@ async function main() {
   const idleFds = fdCount(pid);
   const idleFdList = fdList(pid);
   state.paused = false;
+  // The reference level must be a level under load like every later one: the first seconds after
+  // the idle pause have no bodies in flight and no writer backlog, and freed memory was just given
+  // back, so a reference taken there is an idle level (it read ~100 MB under the loaded plateau).
+  // Sample once the clients are back at full speed: 10 s, or 5,000 responses, after resuming.
+  const resumedAt = Date.now();
+  const okAtResume = stats.ok;
+  while (Date.now() - resumedAt < 10_000 && stats.ok - okAtResume < 5_000) await sleep(100);
+  const settleMs = Date.now() - resumedAt;
   const samples = [];
   const sampler = setInterval(() => {
     try {
@@ -335,6 +345,7 @@ async function main() {
     endFds = fdCount(pid);
   }
   const endFdList = fdList(pid);
+  const idleRss = rssKb(pid); // informational: what lathe keeps once the load is gone
   const r = await stopLathe(lathe);
   if (r.code !== 0) problems.push(`lathe exited with ${r.code ?? r.sig} on SIGTERM`);
   for (const s of [originHttp, originHttps]) {
@@ -394,7 +405,7 @@ async function main() {
       `  duration            ${secs.toFixed(0)} s, ${RESTARTS} graceful restarts`,
       `  responses           ${stats.ok} complete (${stats.https} HTTPS), ${(stats.ok / secs).toFixed(0)}/s, ${(stats.bytes / 1e6).toFixed(0)} MB; ${stats.failed} failed (restarts), ${stats.wrongBody} wrong bytes`,
       `  WARCs               ${w.files} files, ${w.records} records (${w.truncated} truncated); ${received.size - missing - mismatched}/${received.size} complete responses found byte-exact`,
-      `  RSS (last process)  ${ref} kB after ${(warmupMs / 1000).toFixed(0)} s / ${warmResponses} responses of warm-up${warmResponses < WARM_RESPONSES ? ` (caches not yet full: fewer than ${WARM_RESPONSES}; run longer)` : ""}, highest level ${peakLevel} kB (${peakLevel >= ref ? "+" : ""}${((peakLevel / ref - 1) * 100).toFixed(1)}%, limit +20%), last level ${last} kB, raw peak ${peak} kB (+${((peak / ref - 1) * 100).toFixed(1)}%); ${samples.length} samples`,
+      `  RSS (last process)  ${ref} kB after ${(warmupMs / 1000).toFixed(0)} s / ${warmResponses} responses of warm-up and ${(settleMs / 1000).toFixed(0)} s of load after the idle pause${warmResponses < WARM_RESPONSES ? ` (caches not yet full: fewer than ${WARM_RESPONSES}; run longer)` : ""}, highest level ${peakLevel} kB (${peakLevel >= ref ? "+" : ""}${((peakLevel / ref - 1) * 100).toFixed(1)}%, limit +20%), last level ${last} kB, raw peak ${peak} kB (+${((peak / ref - 1) * 100).toFixed(1)}%); ${samples.length} samples; ${idleRss} kB once idle after the load`,
       `  RSS curve (MB)      ${samples.filter((_, i) => i % Math.max(1, Math.floor(samples.length / 12)) === 0).map((s) => `${Math.round(s.t / 1000)}s:${Math.round(s.rss / 1024)}`).join(" ")}`,
       `  open fds            idle ${idleFds}, after the load ${endFds}`,
       `  failures            ${[...failures].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, n]) => `${n}× ${k}`).join("; ") || "none"}`,

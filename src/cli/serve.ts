@@ -2,6 +2,18 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "./loadConfig.js";
 import { startLathe } from "../main.js";
 import { ProxyError } from "../core/errors.js";
+import { mallocTrimMissing, mallocTrimmer, startMallocTrimming } from "../core/mallocTrim.js";
+
+/**
+ * How often a running `lathe serve` gives freed heap memory back to the kernel (core/mallocTrim).
+ * `LATHE_MALLOC_TRIM_MS` overrides it (0 turns trimming off), for measuring its effect.
+ */
+function mallocTrimIntervalMs(): number {
+  const v = process.env.LATHE_MALLOC_TRIM_MS;
+  if (v === undefined || v === "") return 10_000;
+  if (!/^\d+$/.test(v)) throw new ProxyError("ERR_CONFIG", `LATHE_MALLOC_TRIM_MS must be a whole number of milliseconds (0 = off), got ${JSON.stringify(v)}`);
+  return Number(v);
+}
 
 export const SERVE_HELP = `lathe serve [options]   run the recording proxy
 
@@ -51,7 +63,12 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     log: values["json-logs"] ? { json: true } : {},
   };
   const config = loadConfig(values.config, overrides);
+  const trimMs = mallocTrimIntervalMs();
   const lathe = await startLathe(config);
+  // Only the process that owns the allocator trims it, so this lives here and not in startLathe
+  // (which tests run inside their own processes).
+  const stopTrimming = startMallocTrimming(trimMs);
+  if (!mallocTrimmer() && mallocTrimMissing) out(`note: memory is not trimmed: ${mallocTrimMissing}\n`);
   out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
   out(`CA certificate: ${lathe.ca.certPath}\n`);
   out(`WARC directory: ${lathe.warcDir}\n`);
@@ -74,6 +91,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
+  stopTrimming();
   for (const w of lathe.writers.values()) {
     for (const f of w.state().filesWritten) out(`wrote ${f}\n`);
   }
