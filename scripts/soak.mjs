@@ -320,7 +320,7 @@ async function main() {
   state.paused = false;
   // The reference level must be a level under load like every later one: the first seconds after
   // the idle pause have no bodies in flight and no writer backlog, and freed memory was just given
-  // back, so a reference taken there is an idle level (it read ~100 MB under the loaded plateau).
+  // back, so a reference taken there is an idle level (it read ~90 MB under the loaded plateau).
   // Sample once the clients are back at full speed: 10 s, or 5,000 responses, after resuming.
   const resumedAt = Date.now();
   const okAtResume = stats.ok;
