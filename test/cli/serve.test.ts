@@ -38,6 +38,10 @@ describe("lathe serve (the real command)", () => {
     try {
       expect(out()).toContain(`CA certificate: ${join(certs, "lathe-ca.pem")}`);
       expect(out()).toContain(`WARC directory: ${dir}`);
+      // The native malloc-trim helper is built wherever there is glibc (npm ci, npm run build).
+      if (process.platform === "linux" && (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime) {
+        expect(out()).not.toContain("memory is not trimmed");
+      }
       const r = await viaProxy(proxyUrl, `${origin.url}/text/321`);
       expect(r.body.length).toBe(321);
       // The capture is written just after the client got its response: the file is open meanwhile.
@@ -87,6 +91,14 @@ describe("lathe serve (the real command)", () => {
     const err = await run(process.execPath, [BIN, "serve", "--config", cfg, "--port", "0", "--dir", dir, "--certs", dir]).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/warc\.gzipLevel: must be an integer between 0 and 9, got 12/);
+  });
+
+  it("refuses a LATHE_MALLOC_TRIM_MS that is not a number of milliseconds, naming it, before listening", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lathe-cli-trim-"));
+    const err = await run(process.execPath, [BIN, "serve", "--port", "0", "--control-port=-1", "--dir", dir, "--certs", dir], { env: { ...process.env, LATHE_MALLOC_TRIM_MS: "10s" } }).catch((e) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toMatch(/LATHE_MALLOC_TRIM_MS must be a whole number of milliseconds \(0 = off\), got "10s"/);
+    expect(err.stdout ?? "").not.toMatch(/listening/);
   });
 
   it("refuses an unknown flag and a port that is taken", async () => {
