@@ -90,9 +90,10 @@ describe("GET /cdx", () => {
     await lathe.cdx.mergeNow("default");
     await lathe.cdx.mergeNow("coll-b");
     const state = JSON.parse(await readFile(join(lathe.dir, "lathe-cdx", "default", "state.json"), "utf8"));
-    expect(state.files).toHaveLength(1);
-    const merged = await readFile(join(lathe.dir, "lathe-cdx", "default", state.merged), "utf8");
-    expect(merged).toBe(await readFile(join(lathe.dir, state.files[0]) + ".cdxj", "utf8"));
+    expect(state.runs).toHaveLength(1);
+    expect(state.runs[0].files).toHaveLength(1);
+    const merged = await readFile(join(lathe.dir, "lathe-cdx", "default", state.runs[0].file), "utf8");
+    expect(merged).toBe(await readFile(join(lathe.dir, state.runs[0].files[0]) + ".cdxj", "utf8"));
     await checkAnswers();
   });
 

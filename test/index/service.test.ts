@@ -4,7 +4,7 @@
  * a new service on the same directory picks up the merged index and the files not merged yet.
  */
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -38,6 +38,12 @@ const answer = async (svc: CdxService, query: string): Promise<string[]> => {
   return out;
 };
 
+interface State {
+  runs: Array<{ file: string; files: string[]; bytes: number }>;
+  generation: number;
+}
+const stateOf = async (dir: string): Promise<State> => JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8"));
+
 describe("CdxService", () => {
   it("merges closed files after mergeAfterFiles, keeps answers, and reloads from disk", async () => {
     const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
@@ -59,9 +65,10 @@ describe("CdxService", () => {
       expect([...want].sort()).toEqual(want);
     }
     // Three closed files triggered a merge; two wait.
-    const state = JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8"));
-    expect(state.files).toHaveLength(3);
-    expect(existsSync(join(dir, "lathe-cdx", "c", state.merged))).toBe(true);
+    const state = await stateOf(dir);
+    expect(state.runs).toHaveLength(1);
+    expect(state.runs[0]!.files).toHaveLength(3);
+    expect(existsSync(join(dir, "lathe-cdx", "c", state.runs[0]!.file))).toBe(true);
     expect(await answer(svc, "url=http://example.com/p2&sort=reverse&limit=2")).toEqual(want.filter((l) => l.includes("/p2")).reverse().slice(0, 2));
     await w.close();
     await svc.close();
@@ -70,7 +77,7 @@ describe("CdxService", () => {
     await again.start();
     expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
     await again.mergeNow("c");
-    expect(JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8")).files).toHaveLength(5);
+    expect((await stateOf(dir)).runs.flatMap((r) => r.files)).toHaveLength(5);
     expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
     expect(await answer(again, "url=example.com/&matchType=prefix&collection=c")).toEqual(want);
     await again.close();
@@ -111,8 +118,79 @@ describe("CdxService", () => {
     await w.write([resource("http://example.com/x", 1_780_000_000_000_000n)]);
     await w.close();
     for (let i = 0; i < 100 && !existsSync(join(dir, "lathe-cdx", "c", "state.json")); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8")).files).toHaveLength(1);
+    expect((await stateOf(dir)).runs.flatMap((r) => r.files)).toHaveLength(1);
     expect(await answer(svc, "url=http://example.com/x")).toHaveLength(1);
     await svc.close();
+  });
+  it("merges in tiers: a run absorbs only runs at most twice its size, so runs stay few and old lines are not rewritten at every merge", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+    dirs.push(dir);
+    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 1, mergeAfterMs: 0 });
+    await svc.start();
+    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const base = 1_780_000_000_000_000n;
+    const N = 12;
+    let rewritten = 0;
+    let most = 0;
+    let all: string[] = [];
+    for (let f = 0; f < N; f++) {
+      for (let i = 0; i < 4; i++) await w.write([resource(`http://example.com/f${f}/p${i}`, base + BigInt(f * 4 + i) * 1_000_000n)]);
+      await w.rollover();
+      await svc.mergeNow("c");
+      const st = await stateOf(dir);
+      const files = st.runs.flatMap((r) => r.files);
+      expect(new Set(files).size).toBe(f + 1); // every closed file in exactly one run
+      for (let k = 1; k < st.runs.length; k++) expect(st.runs[k - 1]!.bytes).toBeGreaterThan(st.runs[k]!.bytes); // largest first
+      rewritten += st.runs.at(-1)!.bytes; // the run this merge wrote
+      most = Math.max(most, st.runs.length);
+      all = await answer(svc, "url=example.com/&matchType=prefix");
+      expect(all).toHaveLength((f + 1) * 4);
+      expect([...all].sort()).toEqual(all);
+    }
+    const st = await stateOf(dir);
+    const total = st.runs.reduce((a, r) => a + r.bytes, 0);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(4);
+    // One merged file rewritten whole at every merge would write total × (N + 1) / 2.
+    expect(rewritten).toBeLessThan((total * (N + 1)) / 2 / 1.5);
+    await w.close();
+    await svc.close();
+
+    // Leftovers of a merge that did not finish, and a run no state names, go at the next start;
+    // the runs in the state stay and answer the same.
+    const cdir = join(dir, "lathe-cdx", "c");
+    await writeFile(join(cdir, "merged-999.cdxj"), "stale\n");
+    await writeFile(join(cdir, ".merged-1000.cdxj.tmp-1-2"), "partial\n");
+    const again = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"] });
+    await again.start();
+    expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(all);
+    expect((await readdir(cdir)).filter((n) => n.startsWith("merged-") || n.startsWith(".merged-")).sort()).toEqual(st.runs.map((r) => r.file).sort());
+    await again.close();
+  });
+
+  it("reads the first version's state (one merged file) as one run", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+    dirs.push(dir);
+    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 100, mergeAfterMs: 0 });
+    await svc.start();
+    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    await w.write([resource("http://example.com/a", 1_780_000_000_000_000n)]);
+    await w.rollover();
+    await svc.mergeNow("c");
+    await w.write([resource("http://example.com/b", 1_780_000_001_000_000n)]);
+    await w.close();
+    const want = await answer(svc, "url=example.com/&matchType=prefix");
+    await svc.close();
+    const st = await stateOf(dir);
+    await writeFile(join(dir, "lathe-cdx", "c", "state.json"), JSON.stringify({ merged: st.runs[0]!.file, files: st.runs[0]!.files, generation: st.generation }) + "\n");
+    const again = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterMs: 0 });
+    await again.start();
+    expect(want).toHaveLength(2);
+    expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
+    await again.mergeNow("c");
+    const after = await stateOf(dir);
+    expect(after.runs.flatMap((r) => r.files)).toHaveLength(2);
+    expect(await answer(again, "url=example.com/&matchType=prefix")).toEqual(want);
+    await again.close();
   });
 });
