@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/core/log.js";
 import { parseCdxQuery } from "../../src/index/query.js";
-import { CdxService } from "../../src/index/service.js";
+import { CdxService, type CdxServiceOptions } from "../../src/index/service.js";
 import { formatWarcDate } from "../../src/warc/date.js";
 import type { RecordDraft } from "../../src/warc/types.js";
 import { createWarcWriter } from "../../src/warc/writer.js";
@@ -44,13 +44,19 @@ interface State {
 }
 const stateOf = async (dir: string): Promise<State> => JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8"));
 
+/** A fresh WARC directory, a started service for collection "c" and a writer of "c" files feeding it. */
+async function serviceWithWriter(merge: Pick<CdxServiceOptions, "mergeAfterFiles" | "mergeAfterMs">) {
+  const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
+  dirs.push(dir);
+  const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], ...merge });
+  await svc.start();
+  const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+  return { dir, svc, w };
+}
+
 describe("CdxService", () => {
   it("merges closed files after mergeAfterFiles, keeps answers, and reloads from disk", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
-    dirs.push(dir);
-    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 3, mergeAfterMs: 0 });
-    await svc.start();
-    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterFiles: 3, mergeAfterMs: 0 });
     const base = 1_780_000_000_000_000n;
     const want: string[] = [];
     for (let f = 0; f < 5; f++) {
@@ -84,11 +90,7 @@ describe("CdxService", () => {
   });
 
   it("answers an open file with thousands of lines in order (sorted part + recent part)", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
-    dirs.push(dir);
-    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterMs: 0 });
-    await svc.start();
-    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterMs: 0 });
     let total = 0;
     for (let g = 0; g < 110; g++) {
       const group: RecordDraft[] = [];
@@ -110,11 +112,7 @@ describe("CdxService", () => {
   });
 
   it("merges after mergeAfterMs", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
-    dirs.push(dir);
-    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 100, mergeAfterMs: 100 });
-    await svc.start();
-    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterFiles: 100, mergeAfterMs: 100 });
     await w.write([resource("http://example.com/x", 1_780_000_000_000_000n)]);
     await w.close();
     for (let i = 0; i < 100 && !existsSync(join(dir, "lathe-cdx", "c", "state.json")); i++) await new Promise((r) => setTimeout(r, 20));
@@ -123,11 +121,7 @@ describe("CdxService", () => {
     await svc.close();
   });
   it("merges in tiers: a run absorbs only runs at most twice its size, so runs stay few and old lines are not rewritten at every merge", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
-    dirs.push(dir);
-    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 1, mergeAfterMs: 0 });
-    await svc.start();
-    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterFiles: 1, mergeAfterMs: 0 });
     const base = 1_780_000_000_000_000n;
     const N = 12;
     let rewritten = 0;
@@ -169,11 +163,7 @@ describe("CdxService", () => {
   });
 
   it("reads the first version's state (one merged file) as one run", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
-    dirs.push(dir);
-    const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], mergeAfterFiles: 100, mergeAfterMs: 0 });
-    await svc.start();
-    const w = createWarcWriter(writerOpts(dir, { prefix: "c", index: svc.hookFor("c") }));
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterFiles: 100, mergeAfterMs: 0 });
     await w.write([resource("http://example.com/a", 1_780_000_000_000_000n)]);
     await w.rollover();
     await svc.mergeNow("c");
