@@ -49,7 +49,6 @@ interface CollectionIndex {
   dir: string;
   /** Largest (oldest) first. */
   runs: Run[];
-  mergedFiles: Set<string>;
   /** Closed files whose own `.cdxj` is read until they are merged: file name → index path. */
   pending: Map<string, string>;
   /** Files being written. */
@@ -93,6 +92,8 @@ export class CdxService {
       if (n.endsWith(".warc.gz.cdxj.open") || n.endsWith(".warc.cdxj.open")) await rm(join(this.#o.warcDir, n), { force: true });
     }
     for (const coll of new Set(this.#fileColl.values())) await this.#load(coll);
+    // Files some run already holds (read once from the state, at start-up only).
+    const merged = new Set([...this.#colls.values()].flatMap((c) => c.runs.flatMap((r) => r.files)));
     for (const [file, coll] of this.#fileColl) {
       const c = this.#colls.get(coll)!;
       const warc = join(this.#o.warcDir, file);
@@ -107,7 +108,7 @@ export class CdxService {
           this.#o.log.error("cdx-index-regeneration-failed", { file, error: errorMessage(e) });
         }
       }
-      if (indexed && !c.mergedFiles.has(file)) c.pending.set(file, idx);
+      if (indexed && !merged.has(file)) c.pending.set(file, idx);
     }
     for (const c of this.#colls.values()) if (c.pending.size) this.#scheduleMerge(c);
   }
@@ -115,7 +116,7 @@ export class CdxService {
   async #load(name: string): Promise<CollectionIndex> {
     let c = this.#colls.get(name);
     if (c) return c;
-    c = { name, dir: join(this.#root, name), runs: [], mergedFiles: new Set(), pending: new Map(), open: new Map(), generation: 0, merging: null, timer: null };
+    c = { name, dir: join(this.#root, name), runs: [], pending: new Map(), open: new Map(), generation: 0, merging: null, timer: null };
     this.#colls.set(name, c);
     let st: { runs?: Array<{ file: string; files: string[]; bytes?: number }>; merged?: string; files?: string[]; generation: number } | null = null;
     try {
@@ -129,7 +130,6 @@ export class CdxService {
         const path = join(c.dir, basename(r.file));
         c.runs.push({ path, files: r.files, bytes: r.bytes ?? (await stat(path).then((x) => x.size, () => 0)) });
       }
-      c.mergedFiles = new Set(c.runs.flatMap((r) => r.files));
       c.generation = st.generation;
     }
     // Runs no state names (retired by a merge whose clean-up timer did not outlive the process,
@@ -218,7 +218,6 @@ export class CdxService {
     await rename(tmp, join(c.dir, "state.json"));
     c.runs = runs;
     c.generation = gen;
-    for (const [f] of taken) c.mergedFiles.add(f);
     for (const [f] of taken) c.pending.delete(f);
     this.#o.log.info("cdx-merged", { collection: c.name, files: taken.length, runsAbsorbed: absorbed.length, lines, runs: runs.length });
     // Queries still reading the old files keep them; they go once those are surely done.
