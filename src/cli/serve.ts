@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "./loadConfig.js";
 import { startLathe } from "../main.js";
 import { ProxyError } from "../core/errors.js";
-import { mallocTrimMissing, mallocTrimmer, startMallocTrimming } from "../core/mallocTrim.js";
+import { mallocTrimHelper, startMallocTrimming } from "../core/mallocTrim.js";
 
 /**
  * How often a running `lathe serve` gives freed heap memory back to the kernel (core/mallocTrim).
@@ -67,8 +67,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   const lathe = await startLathe(config);
   // Only the process that owns the allocator trims it, so this lives here and not in startLathe
   // (which tests run inside their own processes).
-  const stopTrimming = startMallocTrimming(trimMs);
-  if (!mallocTrimmer() && mallocTrimMissing) out(`note: memory is not trimmed: ${mallocTrimMissing}\n`);
+  const { trimmer, missing } = mallocTrimHelper();
+  const stopTrimming = startMallocTrimming(trimMs, trimmer);
+  if (missing) out(`note: memory is not trimmed: ${missing}\n`);
   out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
   out(`CA certificate: ${lathe.ca.certPath}\n`);
   out(`WARC directory: ${lathe.warcDir}\n`);

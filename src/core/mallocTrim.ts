@@ -10,30 +10,31 @@ export interface MallocTrimmer {
   trim(): boolean;
 }
 
-let cached: MallocTrimmer | null | undefined;
+export interface MallocTrimHelper {
+  /** null where the helper is not built or there is nothing to call (not glibc). */
+  trimmer: MallocTrimmer | null;
+  /** Why it is missing when it should be there (not built); null otherwise. */
+  missing: string | null;
+}
 
-/**
- * The helper, or null where it is not built or there is nothing to call (not glibc). Why it is
- * missing when it should be there (not built) is in `mallocTrimMissing`.
- */
-export function mallocTrimmer(): MallocTrimmer | null {
-  if (cached !== undefined) return cached;
+let cached: MallocTrimHelper | undefined;
+
+/** The native helper, loaded once. */
+export function mallocTrimHelper(): MallocTrimHelper {
+  if (cached) return cached;
   try {
     const req = createRequire(import.meta.url);
     const m = req("../../native/malloc-trim/build/Release/malloc_trim.node") as { trim(): boolean; supported(): boolean };
-    cached = m.supported() ? { trim: () => m.trim() } : null;
-    mallocTrimMissing = null; // built, but not glibc: nothing to trim, nothing missing
+    // Built, but not glibc: nothing to trim, nothing missing.
+    cached = { trimmer: m.supported() ? { trim: () => m.trim() } : null, missing: null };
   } catch (e) {
-    cached = null;
-    mallocTrimMissing = `native/malloc-trim is not built (${(e as Error).message.split("\n")[0]}); run \`npm run build\``;
+    cached = { trimmer: null, missing: `native/malloc-trim is not built (${(e as Error).message.split("\n")[0]}); run \`npm run build\`` };
   }
   return cached;
 }
 
-export let mallocTrimMissing: string | null = null;
-
 /** Trim every `intervalMs` (the timer never keeps the process alive). Returns the stop function. */
-export function startMallocTrimming(intervalMs: number, trimmer: MallocTrimmer | null = mallocTrimmer()): () => void {
+export function startMallocTrimming(intervalMs: number, trimmer: MallocTrimmer | null): () => void {
   if (!trimmer || intervalMs <= 0) return () => undefined;
   const t = setInterval(() => trimmer.trim(), intervalMs);
   t.unref();

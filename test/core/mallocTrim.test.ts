@@ -5,14 +5,15 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { mallocTrimmer, startMallocTrimming } from "../../src/core/mallocTrim.js";
+import { mallocTrimHelper, startMallocTrimming } from "../../src/core/mallocTrim.js";
 
 const glibc = process.platform === "linux" && Boolean((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime);
 const dist = fileURLToPath(new URL("../../dist/core/mallocTrim.js", import.meta.url));
 
 describe.runIf(glibc)("malloc trimming (glibc)", () => {
   it("the native helper is built and loads", () => {
-    expect(mallocTrimmer()).not.toBeNull();
+    expect(mallocTrimHelper().missing).toBeNull();
+    expect(mallocTrimHelper().trimmer).not.toBeNull();
   });
 
   it("gives back the free pages between live allocations, which free() alone keeps", () => {
@@ -20,7 +21,7 @@ describe.runIf(glibc)("malloc trimming (glibc)", () => {
     // threshold, so from the heap), every 16th kept alive, the rest freed. RSS before and after trim().
     const script = `
       import { readFileSync } from "node:fs";
-      import { mallocTrimmer } from ${JSON.stringify(dist)};
+      import { mallocTrimHelper } from ${JSON.stringify(dist)};
       const rss = () => Number(/VmRSS:\\s+(\\d+)/.exec(readFileSync("/proc/self/status", "utf8"))[1]);
       let bufs = [];
       for (let i = 0; i < 4000; i++) bufs.push(Buffer.alloc(65536, 1));
@@ -28,7 +29,7 @@ describe.runIf(glibc)("malloc trimming (glibc)", () => {
       bufs = null;
       for (let i = 0; i < 4; i++) { gc(); await new Promise((r) => setTimeout(r, 20)); }
       const before = rss();
-      const released = mallocTrimmer().trim();
+      const released = mallocTrimHelper().trimmer.trim();
       const after = rss();
       console.log(JSON.stringify({ before, after, released, kept: kept.length }));
     `;
