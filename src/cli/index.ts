@@ -16,7 +16,8 @@ import { createLogger, type Logger } from "../core/log.js";
 import { importWarcs, SKIP_REASONS, type ImportProgress, type ImportSummary, type SkipReason } from "../dedup/importer.js";
 import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
 import type { DedupStore } from "../dedup/types.js";
-import { buildIndex, mergeIndexes, writeLinesTo, writeLinesToFile, type BuildProgress, type MergeProgress } from "../index/build.js";
+import { buildIndex, mergeIndexesTo, mergeIndexesToFile, writeLinesTo, writeLinesToFile, type BuildProgress } from "../index/build.js";
+import type { ByteMergeProgress } from "../index/byteMerge.js";
 import type { WarcReadProblem } from "../warc/reader.js";
 
 export const INDEX_HELP = `lathe index --dedup-db FILE [--bucket NAME] WARC...
@@ -133,17 +134,20 @@ async function cdxCommand(run: CdxRun, inputs: string[], output: string | null, 
     bar?.clear();
     err(`lathe index: ${p.file} at offset ${p.offset}: ${p.reason}\n`);
   };
-  const lines =
-    run.kind === "merge"
-      ? mergeIndexes(inputs, bar ? (p: MergeProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.bytesDone >= p.bytesTotal, [`files ${p.files}`, `lines ${p.lines}`]) : undefined)
-      : buildIndex(inputs, {
-          format: run.format,
-          onError: report,
-          ...(bar ? { onProgress: (p: BuildProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.filesDone >= p.files, [`files ${p.filesDone}/${p.files}`, `lines ${p.lines}`, ...(p.errors ? [`errors ${p.errors}`] : [])]) } : {}),
-        });
   try {
-    if (output === null) await writeLinesTo(lines, out);
-    else await writeLinesToFile(lines, output);
+    if (run.kind === "merge") {
+      const opts = bar ? { onProgress: (p: ByteMergeProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.bytesDone >= p.bytesTotal, [`files ${p.files}`, `lines ${p.lines}`]) } : {};
+      if (output === null) await mergeIndexesTo(inputs, out, opts);
+      else await mergeIndexesToFile(inputs, output, opts);
+    } else {
+      const lines = buildIndex(inputs, {
+        format: run.format,
+        onError: report,
+        ...(bar ? { onProgress: (p: BuildProgress) => bar.draw(p.bytesDone, p.bytesTotal, p.filesDone >= p.files, [`files ${p.filesDone}/${p.files}`, `lines ${p.lines}`, ...(p.errors ? [`errors ${p.errors}`] : [])]) } : {}),
+      });
+      if (output === null) await writeLinesTo(lines, out);
+      else await writeLinesToFile(lines, output);
+    }
   } catch (e) {
     bar?.clear();
     err(`lathe index: ${errorMessage(e)}\n`);

@@ -3,14 +3,13 @@
  * sorted index of many WARC files, the merge of sorted index files, and writing lines to a file
  * (atomically: a temporary file renamed at the end) or to a string sink.
  */
-import { once } from "node:events";
-import { createWriteStream } from "node:fs";
-import { rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { errorMessage } from "../core/errors.js";
 import { WarcReadError, type WarcReadProblem } from "../warc/reader.js";
 import { CDX11_HEADER, formatCdx11, formatCdxj, indexWarc } from "./cdxj.js";
-import { ExternalSorter, fileLines, mergeSorted, type ExternalSortOptions } from "./sortMerge.js";
+import { mergeIndexFiles, type ByteMergeOptions } from "./byteMerge.js";
+import { ExternalSorter, type ExternalSortOptions } from "./sortMerge.js";
 
 export type IndexFormat = "cdxj" | "cdx11";
 
@@ -72,48 +71,46 @@ export async function* buildIndex(paths: string[], opts: BuildOptions): AsyncGen
   yield* sorter.sorted();
 }
 
-export interface MergeProgress {
-  bytesDone: number;
-  bytesTotal: number;
-  files: number;
-  lines: number;
+/**
+ * Merge the sorted index files `inputs` into `path` (atomically, as writeLinesToFile); an input
+ * may be the output. Memory does not depend on the files' sizes (byteMerge.ts).
+ */
+export function mergeIndexesToFile(inputs: string[], path: string, opts: ByteMergeOptions = {}): Promise<number> {
+  return writeFileAtomically(path, (fh) => mergeIndexFiles(inputs, (chunk) => fh.writeFile(chunk), opts));
 }
 
-/** The k-way merge of sorted index files (CDXJ or CDX-11), streaming; identical lines once. */
-export async function* mergeIndexes(paths: string[], onProgress?: (p: MergeProgress) => void): AsyncGenerator<string> {
-  const sizes = await Promise.all(paths.map((f) => stat(f).then((s) => s.size)));
-  const p: MergeProgress = { bytesDone: 0, bytesTotal: sizes.reduce((a, b) => a + b, 0), files: paths.length, lines: 0 };
-  const sources = paths.map((f) => fileLines(f, (n) => (p.bytesDone += n)).source);
-  for await (const line of mergeSorted(sources)) {
-    p.lines++;
-    if ((p.lines & 1023) === 0) onProgress?.(p);
-    yield line;
-  }
-  p.bytesDone = p.bytesTotal;
-  onProgress?.(p);
+/** Merge the sorted index files `inputs` through a string sink (stdout), a buffer at a time. */
+export function mergeIndexesTo(inputs: string[], out: (s: string) => void, opts: ByteMergeOptions = {}): Promise<number> {
+  // Chunks end at line ends, so no UTF-8 sequence is split.
+  return mergeIndexFiles(inputs, async (chunk) => out(chunk.toString("utf8")), opts);
+}
+
+/** Write `lines` to `path` atomically (writeFileAtomically), in batches of about 1 MB. */
+export async function writeLinesToFile(lines: AsyncIterable<string>, path: string): Promise<number> {
+  return writeFileAtomically(path, async (fh) => {
+    let n = 0;
+    for await (const chunk of batches(lines)) {
+      n += chunk.lines;
+      await fh.writeFile(chunk.text);
+    }
+    return n;
+  });
 }
 
 /**
- * Write `lines` to `path` through a temporary file beside it, renamed over `path` only when
- * everything was written: a failed run leaves no half index, and an input may be the output.
+ * Run `write` on a temporary file beside `path`, renamed over `path` only when all of it was
+ * written: a failed run leaves no half file, and an input may be the output.
  */
-export async function writeLinesToFile(lines: AsyncIterable<string>, path: string): Promise<number> {
+export async function writeFileAtomically<T>(path: string, write: (fh: FileHandle) => Promise<T>): Promise<T> {
   const tmp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${Date.now()}`);
-  const ws = createWriteStream(tmp);
-  const failed = new Promise<never>((_, reject) => ws.once("error", reject));
-  failed.catch(() => {});
-  let n = 0;
+  const fh = await open(tmp, "w");
   try {
-    for await (const chunk of batches(lines)) {
-      n += chunk.lines;
-      if (!ws.write(chunk.text)) await Promise.race([once(ws, "drain"), failed]);
-    }
-    ws.end();
-    await Promise.race([once(ws, "finish"), failed]);
+    const result = await write(fh);
+    await fh.close();
     await rename(tmp, path);
-    return n;
+    return result;
   } catch (e) {
-    ws.destroy();
+    await fh.close().catch(() => {});
     await rm(tmp, { force: true });
     throw e;
   }

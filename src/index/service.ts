@@ -21,7 +21,7 @@ import { basename, join } from "node:path";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import type { WriterIndexHook } from "../warc/writer.js";
-import { mergeIndexes, writeLinesToFile } from "./build.js";
+import { mergeIndexesToFile } from "./build.js";
 import { createLiveIndex, indexPathOf, regenerateIndex, type LiveFileLines } from "./live.js";
 import { relatedLines, runQuery, type CdxLine, type CdxQuery } from "./query.js";
 import { MemoryLines, SortedFile, type LineSource } from "./sortedFile.js";
@@ -210,7 +210,7 @@ export class CdxService {
     const gen = c.generation + 1;
     const file = `merged-${gen}.cdxj`;
     const path = join(c.dir, file);
-    const lines = await writeLinesToFile(mergeIndexes(inputs), path);
+    const lines = await mergeIndexesToFile(inputs, path);
     const run: Run = { path, files: [...absorbed.flatMap((r) => r.files), ...taken.map(([f]) => f)], bytes: (await stat(path)).size };
     const runs = [...c.runs.slice(0, keep), run];
     const tmp = join(c.dir, `.state.json.tmp-${process.pid}`);
