@@ -93,6 +93,11 @@ export class MessageCapture {
     return this.#status;
   }
 
+  /** True once any byte was fed (for a response: the origin has begun to answer). */
+  get started(): boolean {
+    return this.#firstByte !== null;
+  }
+
   /** The final head exactly as received, once complete. */
   rawHeadBytes(): Buffer | null {
     return this.#head?.bytes ?? null;

@@ -345,7 +345,22 @@ function sendRuleAnswer(res: ServerResponse, a: RuleAnswer, method: string): voi
   res.end(method === "HEAD" ? undefined : a.body);
 }
 
-function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, t: Target, policy: RequestPolicy, admitted: Admitted): void {
+/** Methods safe to send again (RFC 9110 §9.2.2) that lathe retries, when they carry no body. */
+const RETRYABLE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
+
+/**
+ * A request that may be sent again on a fresh connection after a kept-alive one was closed under
+ * it before any byte of an answer: the origin closed the idle connection as lathe reused it (the
+ * keep-alive race; RFC 9112 §9.3.1 lets a client retry an idempotent request then, and browsers,
+ * curl and Go do). Without it the crawler gets a 502 for a page that is fine (seen once in
+ * 681,000 responses of a soak). Only bodiless requests: a body already streamed to the dead
+ * connection cannot be sent again.
+ */
+function mayRetry(req: IncomingMessage, method: string): boolean {
+  return RETRYABLE_METHODS.has(method) && req.headers["transfer-encoding"] === undefined && (req.headers["content-length"] ?? "0") === "0";
+}
+
+function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, t: Target, policy: RequestPolicy, admitted: Admitted, attempt = 1): void {
   const method = req.method ?? "GET";
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
@@ -392,6 +407,18 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     clearTimers();
     detach(caps);
     let f = classifyUpstreamError(e, hostPort, caps.sentAt ? "head" : "connect");
+    if (attempt === 1 && upReq.reusedSocket && f.error.code === "ERR_UPSTREAM_CLOSED" && !caps.response.started && !res.headersSent && !res.destroyed && mayRetry(req, method)) {
+      // Nothing of this attempt is recorded: no answer came; the next attempt is the capture.
+      ctx.log.info("upstream-retried", { uri, reason: f.error.message });
+      void caps.request.discard();
+      void caps.response.discard();
+      upReq.destroy();
+      // The next attempt counts as in flight before this one stops counting: a graceful stop
+      // must not see zero exchanges in between.
+      runExchange(ctx, req, res, t, policy, admitted, attempt + 1);
+      settle();
+      return;
+    }
     // Node queues the request on a socket still connecting, so `sentAt` does not say whether the
     // connection (and its TLS handshake) was up; the tap does.
     const connecting = !caps.tap || (t.scheme === "https" ? !caps.tap.tls : caps.tap.ip === undefined);
@@ -440,7 +467,9 @@ function runExchange(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     if (!upReq.write(c)) req.pause();
   });
   upReq.on("drain", () => req.resume());
-  req.on("end", () => upReq.end());
+  // A retry comes after the (bodiless) request has ended.
+  if (req.readableEnded) upReq.end();
+  else req.on("end", () => upReq.end());
   req.on("error", () => upReq.destroy());
 
   upReq.on("response", (upRes: IncomingMessage) => {

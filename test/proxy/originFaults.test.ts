@@ -68,9 +68,20 @@ const HEADERS_10K = Array.from({ length: 10_000 }, (_, i) => `X-H-${i}: v${i}\r\
 const HEADERS_10K_OVER = Array.from({ length: 10_000 }, (_, i) => `X-H-${i}: ${"v".repeat(110)}\r\n`).join(""); // > 1 MiB
 const LONG_VALUE = "L".repeat(100 * 1024);
 
+/** Requests each origin connection has answered (for /stale). */
+const served = new WeakMap<net.Socket, number>();
+
 function rawRoutes(socket: net.Socket, head: string): void {
   const path = head.split(" ")[1]!.split("?")[0]!;
+  const before = served.get(socket) ?? 0;
+  served.set(socket, before + 1);
   switch (path) {
+    case "/stale":
+      // The keep-alive race, made certain: a connection that answered before is closed when the
+      // next request arrives on it, as if the origin's idle timeout had fired just then.
+      if (before > 0) socket.destroy();
+      else socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nfresh");
+      break;
     case "/ok":
       socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nfine");
       break;
@@ -500,6 +511,49 @@ describe("faults from the origin: what the client gets", () => {
     });
   });
 
+  it("a kept-alive connection the origin closes as it is reused: a GET is sent again on a new one (200, recorded once)", async () => {
+    await get(lathe.proxyUrl, `${raw.url}/ok?warm`); // lathe now holds a connection that has answered
+    const before = raw.connections;
+    const r = await get(lathe.proxyUrl, `${raw.url}/stale?get`);
+    expect([r.status, r.body.toString(), r.complete]).toEqual([200, "fresh", true]);
+    expect(raw.connections).toBe(before + 1); // the reused one was closed; the retry opened one
+    await stillServes();
+    afterStop.push({
+      name: "stale kept-alive connection, GET",
+      check: (recs, log) => {
+        const responses = recs.filter((x) => x.type === "response" && x.get("WARC-Target-URI") === `${raw.url}/stale?get`);
+        expect(responses.map((x) => x.body!.toString())).toEqual(["fresh"]);
+        expect(recs.filter((x) => x.type === "request" && x.get("WARC-Target-URI") === `${raw.url}/stale?get`).length).toBe(1);
+        expect(crawlLine(log, `${raw.url}/stale?get`)[1]).toBe("200");
+      },
+    });
+  });
+
+  it("the same race under a POST with a body: not sent twice; 502 'closed before responding', nothing written, -3", async () => {
+    await get(lathe.proxyUrl, `${raw.url}/ok?warm-post`);
+    const p = new URL(lathe.proxyUrl);
+    const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: p.hostname, port: p.port, method: "POST", path: `${raw.url}/stale?post`, headers: { Host: new URL(raw.url).host, "Content-Length": "4" }, agent: false }, (res) => {
+        let body = "";
+        res.on("data", (c: Buffer) => (body += c.toString()));
+        res.on("end", () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on("error", reject);
+      req.end("data");
+    });
+    expect(r.status).toBe(502);
+    expect(r.body).toMatch(/closed before responding/);
+    expect(raw.seen.filter((x) => x.path === `${raw.url}/stale?post` || x.path === "/stale?post").length).toBe(1);
+    await stillServes();
+    afterStop.push({
+      name: "stale kept-alive connection, POST",
+      check: (recs, log) => {
+        expect(recs.some((x) => x.get("WARC-Target-URI") === `${raw.url}/stale?post`)).toBe(false);
+        expect(crawlLine(log, `${raw.url}/stale?post`)[1]).toBe("-3");
+      },
+    });
+  });
+
   it("many faults at once do not disturb requests to another origin running alongside", async () => {
     const faults = ["/reset-before-status", "/reset-mid-body", "/bad-chunk", "/conflicting-length", "/silent", "/headers-10k-over-limit"];
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
@@ -544,7 +598,7 @@ describe("faults from the origin: what the WARC and the crawl log hold", () => {
   });
 
   it("holds, for each fault, what the table says", () => {
-    expect(afterStop.length).toBe(14);
+    expect(afterStop.length).toBe(16);
     const failures: string[] = [];
     for (const c of afterStop) {
       try {
