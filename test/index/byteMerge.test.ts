@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mergeIndexFiles } from "../../src/index/byteMerge.js";
 import { compareLines } from "../../src/index/cdxj.js";
 import { fileLines, mergeSorted, UnsortedInputError } from "../../src/index/sortMerge.js";
+import { prng } from "../helpers/prng.js";
 
 let tmp = "";
 beforeAll(async () => {
@@ -19,18 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
-
-/** A seeded PRNG (mulberry32), so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Characters that sort differently by UTF-16 unit and by UTF-8 byte (the surrogate pair), and
 // controls below LF, so the order of "a\n" and "a\t…" matters.
@@ -74,7 +63,7 @@ async function viaBytes(paths: string[], bufferBytes: number): Promise<{ text: s
 describe("mergeIndexFiles", () => {
   it("writes what the line-string merge writes, on 60 seeded random cases and buffer sizes from 8 bytes", async () => {
     for (let seed = 1; seed <= 60; seed++) {
-      const r = rng(seed);
+      const r = prng(seed).next;
       const shared = Array.from({ length: 5 }, () => randomLine(r));
       const k = 1 + Math.floor(r() * 5);
       const paths: string[] = [];

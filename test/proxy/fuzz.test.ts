@@ -13,6 +13,7 @@ import type { AddressInfo } from "node:net";
 import { bytesOf, startHttpOrigin, type Origin } from "../helpers/origin.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
 import { checkDigests, digestString, readAllWarcs, type ReadRecord } from "../helpers/warcs.js";
+import { prng } from "../helpers/prng.js";
 
 const SEED = Number(process.env.LATHE_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const CASES = Math.min(Number(process.env.LATHE_FUZZ_CASES ?? 160), 1000);
@@ -20,20 +21,6 @@ const CASES = Math.min(Number(process.env.LATHE_FUZZ_CASES ?? 160), 1000);
 const ANSWER_MS = 10_000;
 const label = (what: string) => `${what} (seed ${SEED}; rerun with LATHE_FUZZ_SEED=${SEED})`;
 
-/** mulberry32: a tiny seeded PRNG. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
-  return { next, int, pick };
-}
 type Rng = ReturnType<typeof prng>;
 
 const SPICE = ["\r", "\n", "\r\n", ":", " ", "\t", "\0", "\x7f", "\xff", "0", "-1", "99999999999999999999", ";", ",", "chunked", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", "HTTP/1.1 200 OK\r\n", "\r\n\r\n"];
