@@ -16,12 +16,12 @@
  * at most twice its size: run sizes grow geometrically, a line is rewritten O(log n) times, and a
  * query binary-searches O(log n) runs.
  */
-import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, readdir, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import type { WriterIndexHook } from "../warc/writer.js";
-import { mergeIndexesToFile } from "./build.js";
+import { mergeIndexesToFile, writeFileAtomically } from "./build.js";
 import { createLiveIndex, indexPathOf, regenerateIndex, type LiveFileLines } from "./live.js";
 import { relatedLines, runQuery, type CdxLine, type CdxQuery } from "./query.js";
 import { MemoryLines, SortedFile, type LineSource } from "./sortedFile.js";
@@ -213,9 +213,8 @@ export class CdxService {
     const lines = await mergeIndexesToFile(inputs, path);
     const run: Run = { path, files: [...absorbed.flatMap((r) => r.files), ...taken.map(([f]) => f)], bytes: (await stat(path)).size };
     const runs = [...c.runs.slice(0, keep), run];
-    const tmp = join(c.dir, `.state.json.tmp-${process.pid}`);
-    await writeFile(tmp, JSON.stringify({ runs: runs.map((r) => ({ file: basename(r.path), files: r.files, bytes: r.bytes })), generation: gen }) + "\n");
-    await rename(tmp, join(c.dir, "state.json"));
+    const state = JSON.stringify({ runs: runs.map((r) => ({ file: basename(r.path), files: r.files, bytes: r.bytes })), generation: gen }) + "\n";
+    await writeFileAtomically(join(c.dir, "state.json"), (fh) => fh.writeFile(state));
     c.runs = runs;
     c.generation = gen;
     for (const [f] of taken) c.pending.delete(f);
