@@ -48,7 +48,8 @@ class LineCursor {
   #data: Buffer;
   #fill = 0;
   #next = 0;
-  #cr = -1;
+  /** Where the next CR is (-1: none in the data read), or null: not searched since the last read. */
+  #cr: number | null = null;
   #pos = 0;
   #eof = false;
 
@@ -67,8 +68,8 @@ class LineCursor {
     for (;;) {
       const at = this.#next;
       const lf = this.#data.indexOf(LF, at);
-      if (this.#cr !== -2 && this.#cr < at) this.#cr = this.#data.indexOf(CR, at);
-      if (this.#cr === -1) this.#cr = -2; // none in the data read so far
+      // The next CR is searched for once per read, not once per line (-1: none in the data read).
+      if (this.#cr === null || (this.#cr >= 0 && this.#cr < at)) this.#cr = this.#data.indexOf(CR, at);
       const cr = this.#cr;
       let end: number;
       if (cr >= 0 && (lf === -1 || cr < lf)) {
@@ -119,7 +120,7 @@ class LineCursor {
     this.#pos += bytesRead;
     this.#fill += bytesRead;
     this.#data = this.buf.subarray(0, this.#fill);
-    this.#cr = -1;
+    this.#cr = null;
     this.onBytes(bytesRead);
   }
 
@@ -214,12 +215,16 @@ export async function mergeIndexFiles(paths: string[], sink: ChunkSink, opts: By
       p.bytesTotal += (await fh.stat()).size;
     }
     const heap = new CursorHeap(cursors);
+    let taken = 0;
     for (let i = 0; i < cursors.length; i++) if (await cursors[i]!.advance()) heap.push(i);
     while (heap.size > 0) {
       const i = heap.top;
       const c = cursors[i]!;
       await out.put(c.buf, c.start, c.end);
-      if ((++p.lines & 1023) === 0) opts.onProgress?.(p);
+      if ((++taken & 1023) === 0) {
+        p.lines = out.lines;
+        opts.onProgress?.(p);
+      }
       if (await c.advance()) heap.replaceTop(i);
       else heap.pop();
     }
