@@ -1,6 +1,6 @@
 import { ProxyError } from "../core/errors.js";
 import { type Config, type ConfigInput, DEFAULTS } from "./schema.js";
-import { parseCidr } from "../upstream/destinations.js";
+import { parseCidr } from "../core/cidr.js";
 
 const TEMPLATE_FIELDS = new Set([
   "prefix", "timestamp17", "timestamp14", "serial", "hostname", "shorthostname", "pid", "port", "randomtoken",

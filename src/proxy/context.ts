@@ -16,10 +16,10 @@ export interface ProxyContext {
   /** Why captures cannot be written right now, or null when the writer is healthy. */
   writerFailure(): ProxyError | null;
   collections: import("../archive/collections.js").CollectionRegistry;
-  stats: import("../control/stats.js").StatsRegistry;
+  stats: import("../warcprox/stats.js").StatsRegistry;
   /** Counters of a collection (created on first use). */
   collectionCounters(name: string): import("../archive/sessions.js").SessionCounters;
-  crawlLog: import("../control/crawlLog.js").CrawlLog | null;
+  crawlLog: import("../warcprox/crawlLog.js").CrawlLog | null;
   sessions: import("../archive/sessions.js").SessionRegistry;
   /** Mark an exchange as in flight; call the returned function when it is archived or abandoned. */
   begin(): () => void;

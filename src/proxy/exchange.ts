@@ -12,9 +12,9 @@ import { sendPlain } from "./respond.js";
 import { type RequestPolicy, filteredOut, requestPolicy } from "./requestPolicy.js";
 import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
 import type { Session } from "../archive/sessions.js";
-import { type Admitted, type RuleAnswer, admit } from "../control/limits.js";
-import { blockAnswer, matchBlock } from "../control/blocks.js";
-import { WarcproxMetaError } from "../control/warcproxMeta.js";
+import { type Admitted, type RuleAnswer, admit } from "../warcprox/limits.js";
+import { blockAnswer, matchBlock } from "../warcprox/blocks.js";
+import { WarcproxMetaError } from "../warcprox/warcproxMeta.js";
 import { type Target, authorityOf, hostMatches, targetUri } from "./target.js";
 
 /**

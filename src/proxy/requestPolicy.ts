@@ -2,7 +2,7 @@ import type { Config } from "../config/schema.js";
 import type { DedupPolicy } from "../archive/dedup.js";
 import type { Collection, CollectionRegistry } from "../archive/collections.js";
 import type { Session } from "../archive/sessions.js";
-import { type MimeTypeFilter, type WarcproxMeta, WarcproxMetaError, parseWarcproxMeta } from "../control/warcproxMeta.js";
+import { type MimeTypeFilter, type WarcproxMeta, WarcproxMetaError, parseWarcproxMeta } from "../warcprox/warcproxMeta.js";
 
 /** What one request asks of the archive: where it goes, how it is deduplicated, what is kept. */
 export interface RequestPolicy {

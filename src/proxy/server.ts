@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net, { type AddressInfo, type Socket } from "node:net";
-import { handleWriteRecord, isWriteRecordStart } from "./writeRecord.js";
+import { handleWriteRecord, isWriteRecordStart } from "../warcprox/writeRecord.js";
 import { markSession, requireSessionCredentials } from "./sessionOf.js";
 import type { Session } from "../archive/sessions.js";
 import { ProxyError } from "../core/errors.js";
@@ -11,7 +11,7 @@ import type { LeafSource } from "./leafSource.js";
 import { sendPlain, sendPlainOnSocket } from "./respond.js";
 import { type Target, parseAbsoluteForm } from "./target.js";
 import { handleUpgrade } from "./upgrade.js";
-import { cidrMatcher } from "../upstream/destinations.js";
+import { cidrMatcher } from "../core/cidr.js";
 import { isLoopbackHost } from "../config/validate.js";
 
 export interface ProxyServer {

@@ -10,14 +10,20 @@ import { findHeadEnd, parseHead } from "../capture/httpHead.js";
 import { Spool } from "../capture/spool.js";
 import { recordId } from "../core/ids.js";
 import { errorMessage } from "../core/errors.js";
-import { WarcproxMetaError, parseWarcproxMeta } from "../control/warcproxMeta.js";
+import { WarcproxMetaError, parseWarcproxMeta } from "./warcproxMeta.js";
 import { formatDigest, newHash } from "../warc/digest.js";
 import { buildResource, type ResourceContext } from "../warc/records.js";
 import { formatWarcDate } from "../warc/date.js";
-import type { ProxyContext } from "./context.js";
-import { refusal } from "./exchange.js";
-import { type Admitted, type RuleAnswer, admit } from "../control/limits.js";
-import { blockAnswer, matchBlock } from "../control/blocks.js";
+import type { Config } from "../config/schema.js";
+import type { Clock } from "../core/clock.js";
+import type { ProxyError } from "../core/errors.js";
+import type { IdSource } from "../core/ids.js";
+import type { Logger } from "../core/log.js";
+import type { Archiver } from "../archive/pipeline.js";
+import type { CrawlLog } from "./crawlLog.js";
+import type { StatsRegistry } from "./stats.js";
+import { type Admitted, type RuleAnswer, admit } from "./limits.js";
+import { blockAnswer, matchBlock } from "./blocks.js";
 
 const METHODS = ["WARCPROX_WRITE_RECORD ", "PUTMETA "];
 const TYPES = new Set(["resource", "metadata", "conversion"]);
@@ -37,7 +43,22 @@ function answer(socket: Socket, status: number, reason: string, body = "", extra
   socket.end(head.join("\r\n") + "\r\n\r\n" + (status === 204 ? "" : b.toString("utf8")));
 }
 
-export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buffer): void {
+/** What a pushed record needs of the running lathe (the proxy's context has all of it). */
+export interface WriteRecordContext {
+  config: Config;
+  archiver: Archiver;
+  clock: Clock;
+  ids: IdSource;
+  log: Logger;
+  stats: StatsRegistry;
+  crawlLog: CrawlLog | null;
+  /** Why captures cannot be written right now, or null when the writer is healthy. */
+  writerFailure(): ProxyError | null;
+  /** Mark a write as in flight; call the returned function when it is done. */
+  begin(): () => void;
+}
+
+export function handleWriteRecord(ctx: WriteRecordContext, socket: Socket, first: Buffer): void {
   let buf = first;
   let spool: Spool | null = null;
   let need = 0;
@@ -84,10 +105,10 @@ export function handleWriteRecord(ctx: ProxyContext, socket: Socket, first: Buff
       if (e instanceof WarcproxMetaError) return answer(socket, 400, e.reason, `${e.message}\n`);
       throw e;
     }
-    const refused = refusal(ctx, "");
-    if (refused && refused.status === 503) {
+    const failure = ctx.writerFailure();
+    if (failure) {
       clearTimeout(timer);
-      return answer(socket, 503, "Service Unavailable", `${refused.message}\n`);
+      return answer(socket, 503, "Service Unavailable", `lathe cannot archive right now, so it does not fetch: ${failure.message}\n`);
     }
     const warcType = method === "PUTMETA" ? "metadata" : get("warc-type")[0];
     const contentType = get("content-type")[0];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { deflateSync } from "node:zlib";
-import { parseWarcproxMeta, WarcproxMetaError } from "../../src/control/warcproxMeta.js";
+import { parseWarcproxMeta, WarcproxMetaError } from "../../src/warcprox/warcproxMeta.js";
 
 const parse = (o: unknown) => parseWarcproxMeta([typeof o === "string" ? o : JSON.stringify(o)]);
 function reason(o: unknown): string {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { deflateSync } from "node:zlib";
-import { parseWarcproxMeta, type BlockRule } from "../../src/control/warcproxMeta.js";
-import { blockAnswer, matchBlock } from "../../src/control/blocks.js";
+import { parseWarcproxMeta, type BlockRule } from "../../src/warcprox/warcproxMeta.js";
+import { blockAnswer, matchBlock } from "../../src/warcprox/blocks.js";
 
 const rules = (r: unknown[]): BlockRule[] => parseWarcproxMeta([JSON.stringify({ blocks: r })])!.blocks!;
 const blocked = (r: unknown, url: string) => matchBlock(rules([r]), url) !== null;

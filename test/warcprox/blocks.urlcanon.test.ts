@@ -11,7 +11,7 @@ import {
   ssurtHost,
   ssurtOf,
   surtOf,
-} from "../../src/control/urlcanon.js";
+} from "../../src/warcprox/urlcanon.js";
 
 // Expected values: iipc/urlcanon testdata (semantic_precise.json, ssurt.json, path_dots) and
 // python/tests/test_match_rules.py, as behaviour facts of the reference.

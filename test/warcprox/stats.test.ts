@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseWarcproxMeta } from "../../src/control/warcproxMeta.js";
-import { StatsRegistry } from "../../src/control/stats.js";
+import { parseWarcproxMeta } from "../../src/warcprox/warcproxMeta.js";
+import { StatsRegistry } from "../../src/warcprox/stats.js";
 
 const meta = (o: unknown) => parseWarcproxMeta([JSON.stringify(o)]);
 

@@ -10,7 +10,7 @@ import {
   crawlLogPrefix,
   formatCrawlLogLine,
   hopPathAndVia,
-} from "../../src/control/crawlLog.js";
+} from "../../src/warcprox/crawlLog.js";
 
 const T = (s: string) => new Date(s);
 const logTime = T("2026-12-03T10:15:02.123Z");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseWarcproxMeta } from "../../src/control/warcproxMeta.js";
-import { StatsRegistry } from "../../src/control/stats.js";
-import { admit, parseLimitKey, type AdmitResult, type Admitted } from "../../src/control/limits.js";
+import { parseWarcproxMeta } from "../../src/warcprox/warcproxMeta.js";
+import { StatsRegistry } from "../../src/warcprox/stats.js";
+import { admit, parseLimitKey, type AdmitResult, type Admitted } from "../../src/warcprox/limits.js";
 
 const meta = (o: unknown) => parseWarcproxMeta([JSON.stringify(o)]);
 const done = { written: true, revisit: false, wireBytes: 100 };
