@@ -3,7 +3,7 @@ import net, { type Socket } from "node:net";
 import tls from "node:tls";
 import type { LeafSource } from "./leafSource.js";
 import type { ProxyContext } from "./context.js";
-import { refusal } from "./exchange.js";
+import { refusal } from "./refusal.js";
 import { sendPlainOnSocket } from "./respond.js";
 import { parseConnectTarget } from "./target.js";
 import { markSession, requireSessionCredentials, sessionOf } from "./sessionOf.js";
@@ -52,7 +52,7 @@ export function handleConnect(
     return;
   }
   // Credentials on the CONNECT select the session of every request inside the tunnel.
-  const session = sessionOf(ctx, req);
+  const session = sessionOf(ctx, req.socket, req.rawHeaders);
   if (session === "invalid") {
     socket.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="lathe"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     return;

@@ -40,6 +40,13 @@ export interface ForwardOptions {
 
 const NODE_CHUNKS_BY_DEFAULT = (m: string) => !["GET", "HEAD", "DELETE", "OPTIONS", "TRACE", "CONNECT"].includes(m);
 
+/** The values of a field (`name` lower-case) in a raw `[name, value, …]` list, in order. */
+export function headerValues(raw: string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) out.push(raw[i + 1]!);
+  return out;
+}
+
 /** The request header array sent upstream, from the client's raw headers. */
 export function forwardRequestHeaders(raw: string[], o: ForwardOptions): string[] {
   const named = connectionTokens(raw);

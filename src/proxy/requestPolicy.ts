@@ -2,6 +2,7 @@ import type { Config } from "../config/schema.js";
 import type { DedupPolicy } from "../archive/dedup.js";
 import type { Collection, CollectionRegistry } from "../archive/collections.js";
 import type { Session } from "../archive/sessions.js";
+import { headerValues } from "./headers.js";
 import { type MimeTypeFilter, type WarcproxMeta, WarcproxMetaError, parseWarcproxMeta } from "../warcprox/warcproxMeta.js";
 
 /** What one request asks of the archive: where it goes, how it is deduplicated, what is kept. */
@@ -15,12 +16,6 @@ export interface RequestPolicy {
   mimeTypeFilters: MimeTypeFilter[];
   acceptCaptureMetadata: boolean;
   meta: WarcproxMeta | null;
-}
-
-export function headerValues(raw: string[], name: string): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) out.push(raw[i + 1]!);
-  return out;
 }
 
 /**

@@ -7,16 +7,19 @@ export function sendPlain(res: ServerResponse, status: number, message: string, 
     res.destroy();
     return;
   }
-  const body = Buffer.from(`${message}\n`, "utf8");
+  const { headers, body } = plainAnswer(message, extra);
   res.sendDate = true;
-  res.writeHead(status, [
-    "Content-Type", "text/plain; charset=utf-8",
-    "Content-Length", String(body.length),
-    "Cache-Control", "no-store",
-    "X-Lathe-Error", "1",
-    ...extra,
-  ]);
+  res.writeHead(status, headers);
   res.end(body);
+}
+
+/** The header fields and body of a plain-text answer from lathe. */
+export function plainAnswer(message: string, extra: string[] = []): { headers: string[]; body: Buffer } {
+  const body = Buffer.from(`${message}\n`, "utf8");
+  return {
+    headers: ["Content-Type", "text/plain; charset=utf-8", "Content-Length", String(body.length), "Cache-Control", "no-store", "X-Lathe-Error", "1", ...extra],
+    body,
+  };
 }
 
 const REASONS: Record<number, string> = {

@@ -7,6 +7,7 @@ import { ProxyError } from "../core/errors.js";
 import type { ProxyContext } from "./context.js";
 import { handleConnect, tunnelOf, type TunnelServers } from "./connect.js";
 import { handleExchange } from "./exchange.js";
+import { http1ClientLeg } from "./http1Client.js";
 import type { LeafSource } from "./leafSource.js";
 import { sendPlain, sendPlainOnSocket } from "./respond.js";
 import { type Target, parseAbsoluteForm } from "./target.js";
@@ -93,7 +94,7 @@ function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse)
     );
     return;
   }
-  handleExchange(ctx, req, res, t);
+  handleExchange(ctx, http1ClientLeg(req, res, t));
 }
 
 /**

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Session } from "../archive/sessions.js";
 import type { ProxyContext } from "./context.js";
+import { headerValues } from "./headers.js";
 
 const SESSION = Symbol("lathe.session");
 const NEEDS_CREDENTIALS = Symbol("lathe.needsCredentials");
@@ -29,13 +29,13 @@ export function sessionMark(socket: Socket): Session | null {
  * The session of a request: from its connection, else from `Proxy-Authorization` (Basic,
  * username = session id). `"invalid"` means credentials were sent and are wrong: 407.
  */
-export function sessionOf(ctx: ProxyContext, req: IncomingMessage): Session | null | "invalid" {
-  const marked = sessionMark(req.socket);
-  const raw = req.headers["proxy-authorization"];
-  const auth = Array.isArray(raw) ? raw[0] : raw;
+export function sessionOf(ctx: ProxyContext, socket: Socket, rawHeaders: string[]): Session | null | "invalid" {
+  const marked = sessionMark(socket);
+  // The first field wins, as in Node's merged headers (a duplicate Proxy-Authorization is dropped).
+  const auth = headerValues(rawHeaders, "proxy-authorization")[0];
   if (marked) {
     if (marked.closed) return "invalid";
-    if ((req.socket as unknown as Record<symbol, boolean | undefined>)[NEEDS_CREDENTIALS]) {
+    if ((socket as unknown as Record<symbol, boolean | undefined>)[NEEDS_CREDENTIALS]) {
       return ctx.sessions.fromProxyAuthorization(auth) === marked ? marked : "invalid";
     }
     return marked;

@@ -5,7 +5,8 @@ import { MessageCapture } from "../capture/messageCapture.js";
 import { classifyUpstreamError } from "../upstream/errors.js";
 import { tapOf } from "../upstream/tap.js";
 import type { ProxyContext } from "./context.js";
-import { countOutcome, refusal } from "./exchange.js";
+import { countOutcome } from "./archiveCapture.js";
+import { refusal } from "./refusal.js";
 import { forwardRequestHeaders } from "./headers.js";
 import { sendPlainOnSocket } from "./respond.js";
 import { type RequestPolicy, requestPolicy } from "./requestPolicy.js";
@@ -21,7 +22,7 @@ export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: S
   const uri = targetUri(t);
   const hostPort = `${t.host}:${t.port}`;
   client.on("error", () => client.destroy());
-  const session = sessionOf(ctx, req);
+  const session = sessionOf(ctx, req.socket, req.rawHeaders);
   if (session === "invalid") return sendPlainOnSocket(client, 407, PROXY_AUTH_REQUIRED);
   let policy: RequestPolicy;
   try {

@@ -1,0 +1,45 @@
+/**
+ * The two message captures of one exchange (request and response), fed by the upstream leg with
+ * the bytes as they went over the wire (HTTP/1.1: the socket tap), and what the leg learns of
+ * the connection they used.
+ */
+import { MessageCapture } from "../capture/messageCapture.js";
+import type { SocketTap } from "../upstream/tap.js";
+import type { ProxyContext } from "./context.js";
+
+export interface Captures {
+  request: MessageCapture;
+  response: MessageCapture;
+  /** µs; when the first byte of the request went upstream (the record's WARC-Date). */
+  sentAt: bigint | null;
+  /** The upstream connection: TLS facts, peer address, which series got its TLS record. */
+  tap: SocketTap | null;
+  /** The upstream certificate's verdict when the session refuses invalid ones. */
+  certError?: string;
+}
+
+export function startCaptures(ctx: ProxyContext, method: string): Captures {
+  const { capture, warc } = ctx.config;
+  const now = () => ctx.clock.nowMicros();
+  const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
+  return {
+    request: new MessageCapture({ kind: "request", digest: warc.digest, spool, maxBodyBytes: 0, now }),
+    response: new MessageCapture({
+      kind: "response",
+      digest: warc.digest,
+      spool,
+      maxBodyBytes: capture.maxBodyBytes,
+      noBody: method === "HEAD",
+      lenient: ctx.config.upstream.lenientParsing,
+      now,
+    }),
+    sentAt: null,
+    tap: null,
+  };
+}
+
+/** Drop both captures (nothing of this attempt is recorded). */
+export function discardCaptures(caps: Captures): void {
+  void caps.request.discard();
+  void caps.response.discard();
+}

@@ -1,0 +1,110 @@
+/**
+ * The HTTP/1.1 upstream leg: a request through the connector's keep-alive agents, recorded from
+ * the exact bytes of whichever pooled socket it gets (the tap).
+ */
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
+import type { Socket } from "node:net";
+import { ProxyError } from "../core/errors.js";
+import { tapOf } from "../upstream/tap.js";
+import type { Captures } from "./captures.js";
+import type { ProxyContext } from "./context.js";
+import type { Target } from "./target.js";
+import type { UpstreamRequest, UpstreamResponse } from "./upstreamLeg.js";
+
+export interface Http1RequestOptions {
+  method: string;
+  /** Header fields to send, `[name, value, …]` (forwardRequestHeaders). */
+  headers: string[];
+  /** Refuse an origin whose certificate does not verify, before the request is flushed. */
+  rejectInvalidCerts: boolean;
+}
+
+export function http1Request(ctx: ProxyContext, t: Target, caps: Captures, o: Http1RequestOptions): UpstreamRequest {
+  const upReq = clientRequest(ctx, t, o.method, o.headers);
+  attach(ctx, upReq, caps, o.rejectInvalidCerts);
+  let onError: (e: unknown) => void = () => undefined;
+  upReq.on("error", (e) => onError(e));
+  return {
+    write: (chunk) => upReq.write(chunk),
+    end: () => upReq.end(),
+    onDrain: (cb) => upReq.on("drain", cb),
+    onResponse: (cb) => upReq.on("response", (res: IncomingMessage) => cb(responseOf(res))),
+    onError: (cb) => {
+      onError = cb;
+    },
+    destroy: (e) => upReq.destroy(e),
+    stopCapture: () => detach(caps),
+    setIdleTimeout: (ms, cb) => upReq.setTimeout(ms, cb),
+    get reusedConnection() {
+      return upReq.reusedSocket;
+    },
+  };
+}
+
+function responseOf(res: IncomingMessage): UpstreamResponse {
+  return {
+    status: res.statusCode ?? 502,
+    reason: res.statusMessage,
+    rawHeaders: res.rawHeaders,
+    body: res,
+    get complete() {
+      return res.complete;
+    },
+  };
+}
+
+function clientRequest(ctx: ProxyContext, t: Target, method: string, headers: string[]): http.ClientRequest {
+  const { upstream } = ctx.config;
+  const opts: http.RequestOptions = {
+    host: t.host,
+    port: t.port,
+    method,
+    path: t.path,
+    headers: headers as unknown as http.OutgoingHttpHeaders,
+    setHost: false,
+    insecureHTTPParser: upstream.lenientParsing,
+    maxHeaderSize: upstream.maxHeaderBytes,
+  };
+  const r = t.scheme === "https"
+    ? https.request({ ...opts, agent: ctx.connector.https })
+    : http.request({ ...opts, agent: ctx.connector.http });
+  // No 2000-field cap (Node's default would drop the rest silently): every field reaches the
+  // client; upstream.maxHeaderBytes bounds the section.
+  r.maxHeadersCount = 0;
+  return r;
+}
+
+/** Attach the captures to whichever pooled socket the request gets. */
+function attach(ctx: ProxyContext, upReq: http.ClientRequest, caps: Captures, rejectInvalidCerts: boolean): void {
+  upReq.on("socket", (socket: Socket) => {
+    const tap = tapOf(socket);
+    if (!tap) return;
+    caps.tap = tap;
+    if (rejectInvalidCerts) {
+      // Checked as soon as the handshake is done, before Node flushes the request it holds for
+      // a connecting socket (best effort: see the closing note on TLS 1.3 early flushes).
+      const check = () => {
+        const v = tap.tls?.verifyResult;
+        if (v && v !== "ok") {
+          caps.certError = v;
+          upReq.destroy(new ProxyError("ERR_TLS_CERT_INVALID", `the certificate is invalid: ${v}`));
+        }
+      };
+      if (tap.tls) check();
+      else socket.once("secureConnect", check);
+    }
+    tap.current = {
+      onWrite: (b) => {
+        caps.sentAt ??= ctx.clock.nowMicros();
+        caps.request.feed(b);
+      },
+      onRead: (b) => caps.response.feed(b),
+    };
+  });
+}
+
+/** Stop feeding the captures: the socket's next bytes belong to another exchange. */
+function detach(caps: Captures): void {
+  if (caps.tap?.current) caps.tap.current = null;
+}
