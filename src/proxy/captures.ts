@@ -18,7 +18,12 @@ export interface Captures {
   certError?: string;
 }
 
-export function startCaptures(ctx: ProxyContext, method: string): Captures {
+/**
+ * Fresh captures. `noBody`: the response has none whatever its head says (the answer to a HEAD).
+ * `lenient` must match what the messages are finalized with: it changes the stored head of a
+ * chunked body.
+ */
+export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: boolean }): Captures {
   const { capture, warc } = ctx.config;
   const now = () => ctx.clock.nowMicros();
   const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
@@ -29,8 +34,8 @@ export function startCaptures(ctx: ProxyContext, method: string): Captures {
       digest: warc.digest,
       spool,
       maxBodyBytes: capture.maxBodyBytes,
-      noBody: method === "HEAD",
-      lenient: ctx.config.upstream.lenientParsing,
+      noBody: o.noBody,
+      lenient: o.lenient,
       now,
     }),
     sentAt: null,

@@ -13,6 +13,7 @@ import { type Captures, discardCaptures, startCaptures } from "./captures.js";
 import { type ClientLeg, answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import { sendCertErrorPage } from "./answers.js";
+import { countInflight } from "./inflight.js";
 import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
 import { http1Request } from "./http1Upstream.js";
 import { refusal } from "./refusal.js";
@@ -49,8 +50,8 @@ class Exchange {
   #up!: UpstreamRequest;
   /** The exchange has ended (failed, or its response is over): later events are ignored. */
   #done = false;
-  #settled = false;
-  #settleInflight: () => void;
+  /** Ends the in-flight count (idempotent). */
+  #settle: () => void;
   #headTimer: NodeJS.Timeout | null = null;
   #maxTimer: NodeJS.Timeout | null = null;
   /** Set once the response head arrived: then failures cut the body instead of answering. */
@@ -69,27 +70,21 @@ class Exchange {
     this.#uri = targetUri(t);
     this.#method = client.head.method;
     this.#hostPort = `${t.host}:${t.port}`;
-    this.#caps = startCaptures(ctx, this.#method);
-    this.#settleInflight = this.#beginInflight();
+    this.#caps = startCaptures(ctx, { noBody: this.#method === "HEAD", lenient: ctx.config.upstream.lenientParsing });
+    this.#settle = this.#beginInflight();
   }
 
   /** Count the exchange in flight (graceful stop, its session, the page it belongs to). */
   #beginInflight(): () => void {
-    const inflight = this.#ctx.begin();
+    const ended = countInflight(this.#ctx, this.#policy.session);
     const pageDone = this.#ctx.archiver.expectPage(this.#policy.series, this.#uri);
-    const session = this.#policy.session;
-    if (session) session.inflight++;
+    let settled = false;
     return () => {
-      if (session) session.inflight--;
+      if (settled) return;
+      settled = true;
       pageDone();
-      inflight();
+      ended();
     };
-  }
-
-  #settle(): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#settleInflight();
   }
 
   /** The exchange is in flight until `p` (its archiving) settles. */
