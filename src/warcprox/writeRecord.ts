@@ -10,7 +10,7 @@ import { findHeadEnd, parseHead } from "../capture/httpHead.js";
 import { Spool } from "../capture/spool.js";
 import { recordId } from "../core/ids.js";
 import { errorMessage } from "../core/errors.js";
-import { WarcproxMetaError, parseWarcproxMeta } from "./warcproxMeta.js";
+import { type WarcproxMeta, WarcproxMetaError, parseWarcproxMeta } from "./warcproxMeta.js";
 import { formatDigest, newHash } from "../warc/digest.js";
 import { buildResource, type ResourceContext } from "../warc/records.js";
 import { formatWarcDate } from "../warc/date.js";
@@ -58,176 +58,236 @@ export interface WriteRecordContext {
   begin(): () => void;
 }
 
-export function handleWriteRecord(ctx: WriteRecordContext, socket: Socket, first: Buffer): void {
-  let buf = first;
-  let spool: Spool | null = null;
-  let need = 0;
-  let onBody: ((chunk: Buffer) => void) | null = null;
-  const limit = ctx.config.proxy.maxHeaderBytes;
-  const timer = setTimeout(() => {
-    socket.off("data", onData);
-    void spool?.dispose();
-    answer(socket, 400, "Bad request", "lathe: WARCPROX_WRITE_RECORD request incomplete: the body was shorter than its Content-Length\n");
-  }, ctx.config.proxy.headersTimeoutMs);
-  timer.unref();
-  socket.on("error", () => socket.destroy());
-  socket.on("close", () => clearTimeout(timer));
+/** A pushed record's request, checked: what to write and where. */
+interface PushRequest {
+  method: string;
+  uri: string;
+  meta: WarcproxMeta | null;
+  warcType: "resource" | "metadata" | "conversion";
+  contentType: string;
+  length: number;
+}
 
-  function onData(chunk: Buffer) {
-    if (onBody) return onBody(chunk);
-    buf = Buffer.concat([buf, chunk]);
-    tryHead();
+export function handleWriteRecord(ctx: WriteRecordContext, socket: Socket, first: Buffer): void {
+  new PushReceiver(ctx, socket, first).start();
+}
+
+/** Reads one pushed record from its connection: head, admission, body, then the write. */
+class PushReceiver {
+  readonly #ctx: WriteRecordContext;
+  readonly #socket: Socket;
+  #buf: Buffer;
+  #spool: Spool | null = null;
+  #onBody: ((chunk: Buffer) => void) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  readonly #onData = (chunk: Buffer) => {
+    if (this.#onBody) return this.#onBody(chunk);
+    this.#buf = Buffer.concat([this.#buf, chunk]);
+    this.#tryHead();
+  };
+
+  constructor(ctx: WriteRecordContext, socket: Socket, first: Buffer) {
+    this.#ctx = ctx;
+    this.#socket = socket;
+    this.#buf = first;
   }
 
-  function tryHead() {
-    const end = findHeadEnd(buf);
+  start(): void {
+    const socket = this.#socket;
+    this.#timer = setTimeout(() => {
+      socket.off("data", this.#onData);
+      void this.#spool?.dispose();
+      answer(socket, 400, "Bad request", "lathe: WARCPROX_WRITE_RECORD request incomplete: the body was shorter than its Content-Length\n");
+    }, this.#ctx.config.proxy.headersTimeoutMs);
+    this.#timer.unref();
+    socket.on("error", () => socket.destroy());
+    socket.on("close", () => this.#stopTimer());
+    socket.on("data", this.#onData);
+    this.#tryHead();
+  }
+
+  #stopTimer(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  /** Answer and stop: the request is refused. */
+  #refuse(status: number, reason: string, body: string): void {
+    this.#stopTimer();
+    answer(this.#socket, status, reason, body);
+  }
+
+  #tryHead(): void {
+    const end = findHeadEnd(this.#buf);
+    const limit = this.#ctx.config.proxy.maxHeaderBytes;
     if (end < 0) {
-      if (buf.length > limit) {
-        clearTimeout(timer);
-        answer(socket, 431, "Request Header Fields Too Large", `lathe: request header section exceeds ${limit} bytes (proxy.maxHeaderBytes)\n`);
-      }
+      if (this.#buf.length > limit) this.#refuse(431, "Request Header Fields Too Large", `lathe: request header section exceeds ${limit} bytes (proxy.maxHeaderBytes)\n`);
       return;
     }
-    const head = parseHead(Buffer.from(buf.subarray(0, end)));
-    const rest = buf.subarray(end);
+    const push = this.#parse(parseHead(Buffer.from(this.#buf.subarray(0, end))));
+    if (push) this.#admit(push, this.#buf.subarray(end));
+  }
+
+  /** The request checked, or null once it was refused. */
+  #parse(head: ReturnType<typeof parseHead>): PushRequest | null {
     const m = /^(WARCPROX_WRITE_RECORD|PUTMETA) (\S+) HTTP\/1\.[01]$/.exec(head.startLine);
     if (!m) {
-      clearTimeout(timer);
-      return answer(socket, 400, "Bad request", `lathe: malformed request line ${JSON.stringify(head.startLine)}\n`);
+      this.#refuse(400, "Bad request", `lathe: malformed request line ${JSON.stringify(head.startLine)}\n`);
+      return null;
     }
     const [, method, uri] = m;
     const get = (n: string) => head.fields.filter((f) => f.name.toLowerCase() === n).map((f) => f.value);
-    let meta;
+    let meta: WarcproxMeta | null;
     try {
       meta = parseWarcproxMeta(get("warcprox-meta"));
     } catch (e) {
-      clearTimeout(timer);
-      if (e instanceof WarcproxMetaError) return answer(socket, 400, e.reason, `${e.message}\n`);
-      throw e;
+      if (!(e instanceof WarcproxMetaError)) throw e;
+      this.#refuse(400, e.reason, `${e.message}\n`);
+      return null;
     }
-    const failure = ctx.writerFailure();
+    const failure = this.#ctx.writerFailure();
     if (failure) {
-      clearTimeout(timer);
-      return answer(socket, 503, "Service Unavailable", `lathe cannot archive right now, so it does not fetch: ${failure.message}\n`);
+      this.#refuse(503, "Service Unavailable", `lathe cannot archive right now, so it does not fetch: ${failure.message}\n`);
+      return null;
     }
     const warcType = method === "PUTMETA" ? "metadata" : get("warc-type")[0];
     const contentType = get("content-type")[0];
     const cl = get("content-length")[0];
-    const missing = [!warcType && "WARC-Type", !contentType && "Content-Type", cl === undefined && "Content-Length"].filter(Boolean);
-    if (missing.length) {
-      clearTimeout(timer);
-      return answer(socket, 400, "Bad request", `lathe: WARCPROX_WRITE_RECORD needs the ${missing.join(", ")} request header${missing.length > 1 ? "s" : ""} (WARC-Type, Content-Length and Content-Type are required; chunked bodies are not accepted)\n`);
+    const problem = fieldProblem(warcType, contentType, cl);
+    if (problem) {
+      this.#refuse(400, "Bad request", problem);
+      return null;
     }
-    if (!TYPES.has(warcType!)) {
-      clearTimeout(timer);
-      return answer(socket, 400, "Bad request", `lathe: WARC-Type ${JSON.stringify(warcType)} cannot be written this way: use resource, metadata or conversion\n`);
-    }
-    if (!/^\d+$/.test(cl!)) {
-      clearTimeout(timer);
-      return answer(socket, 400, "Bad request", `lathe: Content-Length must be a number, got ${JSON.stringify(cl)}\n`);
-    }
-    need = Number(cl);
-    // Limits and blocks apply to pushed records too (warcprox-compat.md §3); bytes wait meanwhile.
+    return { method: method!, uri: uri!, meta, warcType: warcType as PushRequest["warcType"], contentType: contentType!, length: Number(cl) };
+  }
+
+  /** Limits and blocks apply to pushed records too (warcprox-compat.md §3); bytes wait meanwhile. */
+  #admit(push: PushRequest, rest: Buffer): void {
+    const socket = this.#socket;
     socket.pause();
-    void admit(ctx.stats, meta, uri!, { mayBeRevisit: false, mayBeNew: !meta?.noArchive }).then((a) => {
+    void admit(this.#ctx.stats, push.meta, push.uri, { mayBeRevisit: false, mayBeNew: !push.meta?.noArchive }).then((a) => {
       if (!a.ok) {
-        clearTimeout(timer);
+        this.#stopTimer();
         return answerRule(socket, a.answer);
       }
-      const rule = matchBlock(meta?.blocks, uri!);
+      const rule = matchBlock(push.meta?.blocks, push.uri);
       if (rule) {
         a.release(null);
-        clearTimeout(timer);
+        this.#stopTimer();
         return answerRule(socket, blockAnswer(rule));
       }
-      startBody(a);
+      this.#receiveBody(push, a, rest);
       socket.resume();
     });
-    const startBody = (admitted: Admitted) => {
-    const receivedMicros = ctx.clock.nowMicros();
-    const hash = newHash(ctx.config.warc.digest);
-    spool = new Spool({ memoryBytes: ctx.config.capture.spoolMemoryBytes, dir: ctx.config.capture.spoolDir });
-    const s = spool;
+  }
+
+  /** The body into a spool (hashed as it comes), then the record is written. */
+  #receiveBody(push: PushRequest, admitted: Admitted, rest: Buffer): void {
+    const ctx = this.#ctx;
+    const received: Received = {
+      micros: ctx.clock.nowMicros(),
+      hash: newHash(ctx.config.warc.digest),
+      spool: new Spool({ memoryBytes: ctx.config.capture.spoolMemoryBytes, dir: ctx.config.capture.spoolDir }),
+    };
+    this.#spool = received.spool;
     const done = ctx.begin();
-    onBody = (chunk) => {
+    let need = push.length;
+    const complete = () => {
+      this.#socket.off("data", this.#onData);
+      this.#stopTimer();
+      void writePushed(ctx, this.#socket, push, received, admitted).finally(done);
+    };
+    this.#onBody = (chunk) => {
       const part = chunk.length > need ? chunk.subarray(0, need) : chunk;
       need -= part.length;
-      hash.update(part);
-      if (!s.write(part)) {
-        socket.pause();
-        void s.drained().then(() => socket.resume());
+      received.hash.update(part);
+      if (!received.spool.write(part)) {
+        this.#socket.pause();
+        void received.spool.drained().then(() => this.#socket.resume());
       }
-      if (need === 0) {
-        socket.off("data", onData);
-        clearTimeout(timer);
-        void finish().finally(done);
-      }
+      if (need === 0) complete();
     };
-    const finish = async () => {
-      try {
-        await s.finish();
-        if (meta?.noArchive) {
-          admitted.release({ written: false, revisit: false, wireBytes: s.size });
-          return answer(socket, 204, "OK");
-        }
-        const series = meta?.warcPrefix ?? ctx.config.warc.prefix;
-        const link = LINKED.exec(uri!);
-        let context: ResourceContext | undefined;
-        let page: { id: string; date: string } | null = null;
-        if (link) {
-          const word = link[1]!.replace(/:\d{5}$/, "");
-          page = await ctx.archiver.awaitPageRecord(series, link[2]!, 600_000);
-          context = {
-            kind: word === "youtube-dl" ? "video" : "screenshot",
-            variant: word,
-            mode: "parallel",
-            ...(page ? { capturedAt: formatWarcDate(receivedMicros, "1.1"), page: { url: link[2]!, recordId: page.id } } : {}),
-            tool: "brozzler",
-          };
-        }
-        const draft = buildResource(
-          recordId(ctx.ids.uuid()),
-          {
-            type: warcType as "resource" | "metadata" | "conversion",
-            targetUri: uri!,
-            dateMicros: receivedMicros,
-            ...(page ? { pageDate: page.date, concurrentTo: page.id } : {}),
-            contentType: contentType!,
-            body: s,
-            blockDigest: formatDigest(ctx.config.warc.digest, hash.digest()),
-            ...(context ? { context } : {}),
-          },
-          ctx.config.warc.version,
-        );
-        const w = await ctx.archiver.writeAlone(series, draft);
-        admitted.release({ written: true, revisit: false, wireBytes: s.size });
-        void ctx.crawlLog
-          ?.append(
-            { status: 204, size: s.size, url: uri!, metadata: meta?.metadata ?? null, contentType: contentType!, fetchStart: new Date(Number(receivedMicros / 1000n)), fetchEnd: new Date(), digest: draft.fields.find(([n]) => n === "WARC-Payload-Digest")?.[1] ?? null, warcFilename: w.filename, warcFileOffset: w.offset, method: method! },
-            meta?.warcPrefix,
-          )
-          .catch(() => undefined);
-        answer(socket, 204, "OK");
-      } catch (e) {
-        admitted.release(null);
-        ctx.log.error("write-record-failed", { uri, error: e });
-        answer(socket, 503, "Service Unavailable", `lathe could not write the record: ${errorMessage(e)}\n`);
-      } finally {
-        await s.dispose();
-      }
-    };
-    if (need === 0) {
-      socket.off("data", onData);
-      clearTimeout(timer);
-      void finish().finally(done);
-    } else if (rest.length) onBody(Buffer.from(rest));
-    };
+    if (need === 0) complete();
+    else if (rest.length) this.#onBody(Buffer.from(rest));
   }
+}
 
-  function answerRule(sock: Socket, a: RuleAnswer) {
-    sock.end(`HTTP/1.1 ${a.status} ${a.reason}\r\n${a.headers.map(([n, v]) => `${n}: ${v}\r\n`).join("")}\r\n${a.body}`);
+/** Why the fields cannot make a record, or null. */
+function fieldProblem(warcType: string | undefined, contentType: string | undefined, cl: string | undefined): string | null {
+  const missing = [!warcType && "WARC-Type", !contentType && "Content-Type", cl === undefined && "Content-Length"].filter(Boolean);
+  if (missing.length) {
+    return `lathe: WARCPROX_WRITE_RECORD needs the ${missing.join(", ")} request header${missing.length > 1 ? "s" : ""} (WARC-Type, Content-Length and Content-Type are required; chunked bodies are not accepted)\n`;
   }
+  if (!TYPES.has(warcType!)) return `lathe: WARC-Type ${JSON.stringify(warcType)} cannot be written this way: use resource, metadata or conversion\n`;
+  if (!/^\d+$/.test(cl!)) return `lathe: Content-Length must be a number, got ${JSON.stringify(cl)}\n`;
+  return null;
+}
 
-  socket.on("data", onData);
-  tryHead();
+/** A pushed body, received whole. */
+interface Received {
+  micros: bigint;
+  hash: ReturnType<typeof newHash>;
+  spool: Spool;
+}
+
+/** Write the pushed record (linked to its page when brozzler's URI names one); 204 once on disk. */
+async function writePushed(ctx: WriteRecordContext, socket: Socket, push: PushRequest, r: Received, admitted: Admitted): Promise<void> {
+  const s = r.spool;
+  try {
+    await s.finish();
+    if (push.meta?.noArchive) {
+      admitted.release({ written: false, revisit: false, wireBytes: s.size });
+      return answer(socket, 204, "OK");
+    }
+    const series = push.meta?.warcPrefix ?? ctx.config.warc.prefix;
+    const { context, page } = await pageLink(ctx, series, push.uri, r.micros);
+    const draft = buildResource(
+      recordId(ctx.ids.uuid()),
+      {
+        type: push.warcType,
+        targetUri: push.uri,
+        dateMicros: r.micros,
+        ...(page ? { pageDate: page.date, concurrentTo: page.id } : {}),
+        contentType: push.contentType,
+        body: s,
+        blockDigest: formatDigest(ctx.config.warc.digest, r.hash.digest()),
+        ...(context ? { context } : {}),
+      },
+      ctx.config.warc.version,
+    );
+    const w = await ctx.archiver.writeAlone(series, draft);
+    admitted.release({ written: true, revisit: false, wireBytes: s.size });
+    void ctx.crawlLog
+      ?.append(
+        { status: 204, size: s.size, url: push.uri, metadata: push.meta?.metadata ?? null, contentType: push.contentType, fetchStart: new Date(Number(r.micros / 1000n)), fetchEnd: new Date(), digest: draft.fields.find(([n]) => n === "WARC-Payload-Digest")?.[1] ?? null, warcFilename: w.filename, warcFileOffset: w.offset, method: push.method },
+        push.meta?.warcPrefix,
+      )
+      .catch(() => undefined);
+    answer(socket, 204, "OK");
+  } catch (e) {
+    admitted.release(null);
+    ctx.log.error("write-record-failed", { uri: push.uri, error: e });
+    answer(socket, 503, "Service Unavailable", `lathe could not write the record: ${errorMessage(e)}\n`);
+  } finally {
+    await s.dispose();
+  }
+}
+
+/** brozzler's `screenshot:`, `thumbnail:` and `youtube-dl:` URIs name the page they belong to. */
+async function pageLink(ctx: WriteRecordContext, series: string, uri: string, micros: bigint): Promise<{ context?: ResourceContext; page: { id: string; date: string } | null }> {
+  const link = LINKED.exec(uri);
+  if (!link) return { page: null };
+  const word = link[1]!.replace(/:\d{5}$/, "");
+  const page = await ctx.archiver.awaitPageRecord(series, link[2]!, 600_000);
+  const context: ResourceContext = {
+    kind: word === "youtube-dl" ? "video" : "screenshot",
+    variant: word,
+    mode: "parallel",
+    ...(page ? { capturedAt: formatWarcDate(micros, "1.1"), page: { url: link[2]!, recordId: page.id } } : {}),
+    tool: "brozzler",
+  };
+  return { context, page };
+}
+
+function answerRule(sock: Socket, a: RuleAnswer) {
+  sock.end(`HTTP/1.1 ${a.status} ${a.reason}\r\n${a.headers.map(([n, v]) => `${n}: ${v}\r\n`).join("")}\r\n${a.body}`);
 }
