@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { handleWriteRecord, isWriteRecordStart } from "../warcprox/writeRecord.js";
+import { answerWarcproxRoute } from "../warcprox/proxyPortRoutes.js";
 import { markSession, requireSessionCredentials } from "./sessionOf.js";
 import type { Session } from "../archive/sessions.js";
 import { ProxyError } from "../core/errors.js";
@@ -50,29 +51,8 @@ function targetOf(req: IncomingMessage): Target | null {
 }
 
 function onRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
-  if (req.url === "/status" && req.method === "GET" && !tunnelOf(req.socket)) {
-    // warcprox's status document (warcprox-compat.md §4); brozzler asks for it.
-    req.resume();
-    const body = Buffer.from(JSON.stringify(ctx.status(req.socket), null, 2) + "\n");
-    res.writeHead(200, ["Content-Type", "application/json", "Content-Length", String(body.length)]);
-    res.end(body);
-    return;
-  }
-  if (req.url?.startsWith("/lathe/stats/") && req.method === "GET" && !tunnelOf(req.socket)) {
-    // lathe's extension: one warcprox stats bucket (warcprox-compat.md §5); 404 {} if unknown.
-    req.resume();
-    let name = "";
-    try {
-      name = decodeURIComponent(req.url.slice("/lathe/stats/".length));
-    } catch {
-      name = "";
-    }
-    const b = ctx.stats.get(name);
-    const body = Buffer.from(JSON.stringify(b ?? {}) + "\n");
-    res.writeHead(b ? 200 : 404, ["Content-Type", "application/json", "Content-Length", String(body.length)]);
-    res.end(body);
-    return;
-  }
+  // Requests to the proxy itself (origin-form, not through a tunnel): warcprox's own routes.
+  if (!tunnelOf(req.socket) && answerWarcproxRoute(ctx, req, res)) return;
   const framing = requestFramingProblem(req);
   if (framing) {
     // Refused before anything goes upstream; the connection is closed, as it may be out of step.

@@ -1,0 +1,43 @@
+/**
+ * What warcprox answers on its proxy port besides proxying (warcprox-compat.md §4, §5): its status
+ * document, which brozzler reads, and lathe's extension that shows one stats bucket.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { StatsRegistry } from "./stats.js";
+
+export interface WarcproxRoutesContext {
+  stats: StatsRegistry;
+  /** The `GET /status` document for a request that arrived on `socket`. */
+  status(socket: Socket): Record<string, unknown>;
+}
+
+/** Answers `GET /status` and `GET /lathe/stats/{bucket}`; false for any other request. */
+export function answerWarcproxRoute(ctx: WarcproxRoutesContext, req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.method !== "GET") return false;
+  if (req.url === "/status") {
+    req.resume();
+    sendJson(res, 200, JSON.stringify(ctx.status(req.socket), null, 2));
+    return true;
+  }
+  if (req.url?.startsWith("/lathe/stats/")) {
+    // 404 {} for a bucket that does not exist (yet).
+    req.resume();
+    let name = "";
+    try {
+      name = decodeURIComponent(req.url.slice("/lathe/stats/".length));
+    } catch {
+      name = "";
+    }
+    const b = ctx.stats.get(name);
+    sendJson(res, b ? 200 : 404, JSON.stringify(b ?? {}));
+    return true;
+  }
+  return false;
+}
+
+function sendJson(res: ServerResponse, status: number, json: string): void {
+  const body = Buffer.from(json + "\n");
+  res.writeHead(status, ["Content-Type", "application/json", "Content-Length", String(body.length)]);
+  res.end(body);
+}
