@@ -17,11 +17,11 @@ import { ProxyError } from "../core/errors.js";
 import type { IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import { joinsBatch } from "./appendBatch.js";
-import { AppendQueue, type TakeFollowers } from "./appendQueue.js";
+import { AppendQueue, type Append } from "./appendQueue.js";
 import type { WarcVersion } from "./date.js";
 import type { DigestAlgorithm } from "./digest.js";
 import { Durability } from "./durability.js";
-import { WarcFileSeries } from "./fileSeries.js";
+import { WarcFileSeries, type FileSeriesOptions } from "./fileSeries.js";
 import type { EncodeOptions } from "./gzipMember.js";
 import { GroupEncoder, disposeGroup, type EncodedGroup } from "./groupEncoder.js";
 import { DEFAULT_TEMPLATE, randomToken, templateProblem } from "./naming.js";
@@ -81,9 +81,6 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
   const template = opts.template ?? DEFAULT_TEMPLATE;
   const problem = templateProblem(template, opts.port !== undefined);
   if (problem) throw new ProxyError("ERR_CONFIG", `warc.filenameTemplate: ${problem}`);
-  const host = opts.hostname ?? osHostname();
-  const ip = opts.ip === undefined ? hostIp() : (opts.ip ?? undefined);
-  const token = randomToken(randomBytes(8));
   const enc = encodeOptions(opts);
   const encoder = new GroupEncoder(opts.version, enc, opts.encodeConcurrency);
   const failure = new WriterFailure(fs, opts.dir, opts.log);
@@ -91,59 +88,8 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
   const queue = new AppendQueue<EncodedGroup, WrittenRecord[]>((e) => failure.wrap(e, opts.spoolDir ?? opts.dir, "spool a record for"));
   let info = opts.warcinfo;
   let closing: Promise<void> | null = null;
-  const series = new WarcFileSeries({
-    dir: opts.dir,
-    gzip: opts.gzip,
-    version: opts.version,
-    enc,
-    maxFileBytes: opts.maxFileBytes,
-    idleRolloverMs: opts.idleRolloverMs,
-    clock: opts.clock,
-    ids: opts.ids,
-    log: opts.log,
-    fs,
-    nextName: fileNamer({ template, prefix: opts.prefix, port: opts.port, hostname: host, token, gzip: opts.gzip }),
-    warcinfo: (id, micros, filename) =>
-      buildWarcinfo({ id, dateMicros: micros, filename, version: opts.version, digest: opts.digest, software: opts.software, hostname: host, ...(ip !== undefined && { ip }), info }),
-    durability: new Durability(opts.durability, fs, opts.dir),
-    failure,
-    index: new GuardedIndexHook(opts.index, opts.log),
-    onFileClosed: opts.onFileClosed,
-    schedule: (task) => queue.task(task),
-  });
-
-  /** Append the group whose turn it is, with the ready ones behind it that fit. */
-  async function append(first: EncodedGroup, takeFollowers: TakeFollowers<EncodedGroup, WrittenRecord[]>): Promise<WrittenRecord[]> {
-    let g = first;
-    let followers: EncodedGroup[] = [];
-    try {
-      for (;;) {
-        if (series.needsNewFile(g.size)) await series.close();
-        const target = series.warcinfoId;
-        if (g.warcinfoId === target) break;
-        // Compressed for another file (a rollover came in between): every WARC-Warcinfo-ID must
-        // name the warcinfo of the file its record lands in, so compress again.
-        await disposeGroup(g);
-        g = await encoder.encode(g.drafts, target);
-      }
-      const fresh = series.current === null;
-      const f = series.current ?? (await series.open());
-      // The ready writes right behind this one that fit join this append (see appendBatch.ts).
-      const batch = takeFollowers(joinsBatch(f, g, opts.maxFileBytes));
-      followers = batch.payloads;
-      let outs: WrittenRecord[][];
-      try {
-        outs = await series.append(f, [g, ...followers], fresh);
-      } catch (e) {
-        batch.failed(e);
-        throw e;
-      }
-      batch.landed(outs.slice(1));
-      return outs[0]!;
-    } finally {
-      await Promise.all([disposeGroup(g), ...followers.map(disposeGroup)]);
-    }
-  }
+  const series = fileSeries(opts, { fs, template, enc, failure, info: () => info, schedule: (task) => queue.task(task) });
+  const append = appender(series, encoder, opts.maxFileBytes);
 
   return {
     write(group) {
@@ -173,6 +119,71 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
     state(): WriterState {
       return { failed: failure.current, currentFile: series.current?.name ?? null, ...series.counts() };
     },
+  };
+}
+
+/** The series of files the writer writes: named from the template, each opening with a warcinfo of `info()`. */
+function fileSeries(
+  opts: WarcWriterOptions,
+  parts: { fs: WriterFs; template: string; enc: EncodeOptions; failure: WriterFailure; info: () => WarcinfoInfo; schedule: FileSeriesOptions["schedule"] },
+): WarcFileSeries {
+  const host = opts.hostname ?? osHostname();
+  const ip = opts.ip === undefined ? hostIp() : (opts.ip ?? undefined);
+  const token = randomToken(randomBytes(8));
+  return new WarcFileSeries({
+    dir: opts.dir,
+    gzip: opts.gzip,
+    version: opts.version,
+    enc: parts.enc,
+    maxFileBytes: opts.maxFileBytes,
+    idleRolloverMs: opts.idleRolloverMs,
+    clock: opts.clock,
+    ids: opts.ids,
+    log: opts.log,
+    fs: parts.fs,
+    nextName: fileNamer({ template: parts.template, prefix: opts.prefix, port: opts.port, hostname: host, token, gzip: opts.gzip }),
+    warcinfo: (id, micros, filename) =>
+      buildWarcinfo({ id, dateMicros: micros, filename, version: opts.version, digest: opts.digest, software: opts.software, hostname: host, ...(ip !== undefined && { ip }), info: parts.info() }),
+    durability: new Durability(opts.durability, parts.fs, opts.dir),
+    failure: parts.failure,
+    index: new GuardedIndexHook(opts.index, opts.log),
+    onFileClosed: opts.onFileClosed,
+    schedule: parts.schedule,
+  });
+}
+
+/** How the group whose turn it is lands: in the file it was compressed for, with the ready ones behind it that fit. */
+function appender(series: WarcFileSeries, encoder: GroupEncoder, maxFileBytes: number): Append<EncodedGroup, WrittenRecord[]> {
+  return async (first, takeFollowers) => {
+    let g = first;
+    let followers: EncodedGroup[] = [];
+    try {
+      for (;;) {
+        if (series.needsNewFile(g.size)) await series.close();
+        const target = series.warcinfoId;
+        if (g.warcinfoId === target) break;
+        // Compressed for another file (a rollover came in between): every WARC-Warcinfo-ID must
+        // name the warcinfo of the file its record lands in, so compress again.
+        await disposeGroup(g);
+        g = await encoder.encode(g.drafts, target);
+      }
+      const fresh = series.current === null;
+      const f = series.current ?? (await series.open());
+      // The ready writes right behind this one that fit join this append (see appendBatch.ts).
+      const batch = takeFollowers(joinsBatch(f, g, maxFileBytes));
+      followers = batch.payloads;
+      let outs: WrittenRecord[][];
+      try {
+        outs = await series.append(f, [g, ...followers], fresh);
+      } catch (e) {
+        batch.failed(e);
+        throw e;
+      }
+      batch.landed(outs.slice(1));
+      return outs[0]!;
+    } finally {
+      await Promise.all([disposeGroup(g), ...followers.map(disposeGroup)]);
+    }
   };
 }
 
