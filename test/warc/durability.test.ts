@@ -4,6 +4,7 @@
  * before write() resolves. The file-system seam records the order of the calls.
  */
 import { afterAll, describe, expect, it } from "vitest";
+import { Durability } from "../../src/warc/durability.js";
 import { createWarcWriter, nodeWriterFs, type WarcFileHandle, type WriterFs } from "../../src/warc/writer.js";
 import { captureGroup, removeTempDirs, tempDir, writerOpts } from "./helpers.js";
 
@@ -65,4 +66,29 @@ describe("warc.durability", () => {
     await w.close();
     expect(calls.slice(-3)).toEqual(["sync", "rename", "syncDir"]);
   });
+});
+
+describe("Durability on its own", () => {
+  for (const mode of ["rollover", "strict"] as const) {
+    it(`${mode}: what each step of a file's life fsyncs`, async () => {
+      const dir = await tempDir();
+      const { calls, fs } = tracingFs();
+      const d = new Durability(mode, fs, dir);
+      const fh = await fs.open(`${dir}/x.open`, "wx", 0o644);
+      calls.length = 0;
+      const steps: Record<string, string[]> = {};
+      for (const [step, run] of [
+        ["created", () => d.created()],
+        ["appended", () => d.appended(fh)],
+        ["closing", () => d.closing(fh)],
+        ["renamed", () => d.renamed()],
+      ] as const) {
+        await run();
+        steps[step] = calls.splice(0);
+      }
+      await fh.close();
+      const strict = mode === "strict";
+      expect(steps).toEqual({ created: strict ? ["syncDir"] : [], appended: strict ? ["sync"] : [], closing: ["sync"], renamed: ["syncDir"] });
+    });
+  }
 });
