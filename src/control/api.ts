@@ -60,7 +60,7 @@ export function createControlServer(facade: ControlFacade, opts: ControlServerOp
       const allow = allowed.join(", ");
       throw new ApiError("ERR_METHOD_NOT_ALLOWED", `${method} is not allowed on ${pathname}; allowed: ${allow}`, { headers: { allow } });
     }
-    await answer(facade, hit, { req, res, query, openapiText });
+    await answer(facade, hit, { req, res, query, openapi, openapiText });
   };
 
   const server = createHttpServer(opts.log, handle);
@@ -72,8 +72,17 @@ export function createControlServer(facade: ControlFacade, opts: ControlServerOp
   };
 }
 
+/** A request on its way to its route, with the document the server serves. */
+interface PendingRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  query: URLSearchParams;
+  openapi: Record<string, unknown>;
+  openapiText: string;
+}
+
 /** Run the route: an extra route answers itself; a table route gets its checked query and JSON body, and its handler's reply is sent. */
-async function answer(facade: ControlFacade, hit: RouteHit, c: { req: IncomingMessage; res: ServerResponse; query: URLSearchParams; openapiText: string }): Promise<void> {
+async function answer(facade: ControlFacade, hit: RouteHit, c: PendingRequest): Promise<void> {
   const { req, res, query } = c;
   const params = decodeParams(hit.params);
   if (hit.route.extra) {
@@ -83,6 +92,6 @@ async function answer(facade: ControlFacade, hit: RouteHit, c: { req: IncomingMe
   const def = hit.route.def!;
   checkQuery(def, query);
   const body = def.body?.kind === "json" ? await readJson(req, def.body.optional) : undefined;
-  const reply = await HANDLERS[def.id]!(facade, { req, res, params, query, body, openapiText: c.openapiText });
+  const reply = await HANDLERS[def.id]!(facade, { req, res, params, query, body, openapi: c.openapi, openapiText: c.openapiText });
   send(req, res, reply);
 }

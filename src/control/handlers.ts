@@ -6,6 +6,7 @@
 import type { CollectionInput } from "../archive/collections.js";
 import { errorMessage } from "../core/errors.js";
 import { ApiError, badRequest } from "./apiErrors.js";
+import { apiIndexOf } from "./apiIndex.js";
 import type { SessionInfo } from "./facade.js";
 import { METRICS_CONTENT_TYPE } from "./metrics.js";
 import { ROUTES } from "./openapi.js";
@@ -107,6 +108,8 @@ export const HANDLERS: Record<string, Handler> = {
   getMetrics: (f) => ({ status: 200, text: f.metrics(), contentType: METRICS_CONTENT_TYPE }),
   getCaPem: (f) => ({ status: 200, text: f.caPem(), contentType: "application/x-pem-file" }),
   getOpenApi: (_f, c) => ({ status: 200, text: c.openapiText, contentType: "application/json; charset=utf-8" }),
+  getApiIndex: (_f, c) => ({ status: 200, json: apiIndexOf(c.openapi) }),
+  getApiIndexWithoutSlash: (_f, c) => ({ status: 200, json: apiIndexOf(c.openapi) }),
 };
 
 for (const r of ROUTES) if (!HANDLERS[r.id]) throw new Error(`route ${r.id} has no handler`);

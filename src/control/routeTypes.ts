@@ -29,7 +29,8 @@ export interface Reply {
 export interface HandlerContext extends RequestContext {
   /** The parsed JSON body, for routes that take one. */
   body: unknown;
-  /** The OpenAPI document this server serves, as sent. */
+  /** The OpenAPI document this server serves, and its text as sent. */
+  openapi: Record<string, unknown>;
   openapiText: string;
 }
 
