@@ -26,6 +26,11 @@ export const SERVE_HELP = `lathe serve [options]   run the recording proxy
   --json-logs      one JSON object per log line
 `;
 
+/** The start-up lines about the control API at `controlUrl` (its index, the OpenAPI document, the live page). */
+export function controlBanner(controlUrl: string): string {
+  return `control API: ${controlUrl}/api/v1/ (OpenAPI at ${controlUrl}/openapi.json)\nlive page: ${controlUrl}/\n`;
+}
+
 export async function serveCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -73,7 +78,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
   out(`CA certificate: ${lathe.ca.certPath}\n`);
   out(`WARC directory: ${lathe.warcDir}\n`);
-  if (lathe.controlUrl) out(`control API: ${lathe.controlUrl}/api/v1/ (OpenAPI at ${lathe.controlUrl}/openapi.json)\nlive page: ${lathe.controlUrl}/\n`);
+  if (lathe.controlUrl) out(controlBanner(lathe.controlUrl));
 
   await new Promise<void>((resolve) => {
     let stopping = false;

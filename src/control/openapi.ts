@@ -205,13 +205,50 @@ const schemas: Record<string, Json> = {
     },
   },
   Status: { type: "object", description: "Status and statistics per collection, session and bucket.", additionalProperties: true },
+  ApiIndex: {
+    type: "object",
+    description: "Every operation of /openapi.json, in its order, and a link to the document.",
+    required: ["title", "version", "openapi", "routes"],
+    additionalProperties: false,
+    properties: {
+      title: STR,
+      version: STR,
+      openapi: { type: "string", const: "/openapi.json" },
+      routes: {
+        type: "array",
+        items: {
+          type: "object",
+          required: ["method", "path", "summary"],
+          additionalProperties: false,
+          properties: { method: { enum: ["GET", "POST", "PATCH", "DELETE"] }, path: STR, summary: STR },
+        },
+      },
+    },
+  },
 };
+
+/** The index the start-up banner points to (`/api/v1/`); `/api/v1` answers the same. */
+function apiIndexRoute(id: string, path: string): RouteDef {
+  return {
+    id,
+    method: "GET",
+    path,
+    summary: path.endsWith("/") ? "The routes of this API" : "The routes of this API (as /api/v1/)",
+    description: "Method, path and summary of every operation in /openapi.json, and a link to it.",
+    tags: ["status"],
+    auth: true,
+    responses: { 200: { description: "The routes.", content: json(ref("ApiIndex")) } },
+    errors: [],
+  };
+}
 
 const NAME_PARAM = { name: "name", description: "Collection name.", schema: STR };
 const ID_PARAM = { name: "id", description: "Session id (also its proxy username).", schema: STR };
 
 /** The routes, in document order. */
 export const ROUTES: readonly RouteDef[] = [
+  apiIndexRoute("getApiIndex", "/api/v1/"),
+  apiIndexRoute("getApiIndexWithoutSlash", "/api/v1"),
   {
     id: "listCollections",
     method: "GET",

@@ -340,7 +340,7 @@ describe("control API without a token", () => {
   });
 
   it("unknown routes are 404, wrong methods 405 with Allow", async () => {
-    for (const p of ["/", "/api", "/api/v1", "/api/v1/nothing", "/api/v1/collections/", "/api/v1/collections/a/b", "/api/v2/status", "/metrics/", "/status"]) {
+    for (const p of ["/", "/api", "/api/v1/nothing", "/api/v1/collections/", "/api/v1/collections/a/b", "/api/v2/status", "/metrics/", "/status"]) {
       expectError(await call(port, "GET", p), 404, "ERR_NOT_FOUND");
     }
     const put = await call(port, "PUT", "/api/v1/collections", { headers: JSON_HEADERS, body: "{}" });
@@ -651,6 +651,8 @@ describe("the OpenAPI document matches the server", () => {
   type Probe = { path: string; headers?: Record<string, string | number>; body?: string | Buffer; expect: number };
   /** A request for every operation (happy path first), and a few errors each. */
   const probes = (): Record<string, Probe[]> => ({
+    "get /api/v1/": [{ path: "/api/v1/", expect: 200 }],
+    "get /api/v1": [{ path: "/api/v1", expect: 200 }],
     "get /api/v1/collections": [{ path: "/api/v1/collections", expect: 200 }],
     "post /api/v1/collections": [
       { path: "/api/v1/collections", headers: JSON_HEADERS, body: JSON.stringify({ name: "walk", warcVersion: "1.0" }), expect: 201 },

@@ -1,0 +1,85 @@
+/**
+ * What a running lathe reports about itself: `GET /status` on the proxy port (warcprox's shape),
+ * `GET /api/v1/status` and `/metrics` on the control port. All read the same live counters.
+ */
+import type { Socket } from "node:net";
+import type { Config } from "../config/schema.js";
+import { VERSION } from "../core/version.js";
+import type { CollectionRegistry } from "../archive/collections.js";
+import { type SessionRegistry, summaryOf } from "../archive/sessions.js";
+import type { DedupStore } from "../dedup/types.js";
+import { RunningStats } from "../warcprox/runningStats.js";
+import type { StatsRegistry } from "../warcprox/stats.js";
+import { warcproxStatus } from "../warcprox/status.js";
+import type { ArchivePipeline } from "./archivePipeline.js";
+import type { CollectionCounters } from "./collectionCounters.js";
+import type { InFlightExchanges } from "./inFlight.js";
+import { prometheusText } from "./prometheus.js";
+
+export interface StatusSources {
+  config: Config;
+  dedupStore: DedupStore;
+  pipeline: ArchivePipeline;
+  inFlight: InFlightExchanges;
+  sessions: SessionRegistry;
+  collections: CollectionRegistry;
+  counters: CollectionCounters;
+  stats: StatsRegistry;
+}
+
+export class StatusReports {
+  readonly #s: StatusSources;
+  readonly startedAt = new Date();
+  /** URLs and bytes per second over recent windows (warcprox's rates); stop() it at shutdown. */
+  readonly rates: RunningStats;
+
+  constructor(s: StatusSources) {
+    this.#s = s;
+    this.rates = new RunningStats(() => ({ urls: s.pipeline.archiver.stats.captures, bytes: this.warcBytes() }));
+  }
+
+  warcBytes = (): number => this.#s.pipeline.writerRegistry.all().reduce((n, w) => n + w.state().bytesWritten, 0);
+
+  /** lathe's own counters: the `lathe` part of the proxy's /status, and the base of the control API's. */
+  lathe = (): Record<string, unknown> => {
+    const { config, dedupStore, pipeline } = this.#s;
+    const { archiver, dedup, writerRegistry } = pipeline;
+    return {
+      version: VERSION,
+      compat: "warcprox-2.13.1",
+      captures: archiver.stats.captures,
+      revisits: archiver.stats.revisits,
+      failed: archiver.stats.failed,
+      bytesSaved: archiver.stats.bytesSaved,
+      dedup: { policy: config.dedup.policy, entries: dedupStore.count(), buckets: Object.fromEntries(dedup.counters) },
+      writers: [...writerRegistry.map.entries()].map(([prefix, w]) => {
+        const st = w.state();
+        return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null };
+      }),
+    };
+  };
+
+  /** `GET /status` on the proxy port, for a request that arrived on `socket`. */
+  proxyStatus = (socket: Socket): Record<string, unknown> => {
+    const { archiver } = this.#s.pipeline;
+    const sources = { version: VERSION, startedAt: this.startedAt, activeStarts: () => this.#s.inFlight.starts(), urlsProcessed: () => archiver.stats.captures, warcBytesWritten: this.warcBytes, rates: this.rates, lathe: this.lathe };
+    return warcproxStatus(sources, socket);
+  };
+
+  /** `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket. */
+  controlStatus = (): Record<string, unknown> => {
+    const { sessions, collections, counters, stats } = this.#s;
+    return {
+      ...this.lathe(),
+      sessions: sessions.list().map((x) => summaryOf(x)),
+      collections: Object.fromEntries(collections.list().map((c) => [c.name, { prefix: c.prefix, ...counters.report(c.name) }])),
+      statsBuckets: Object.fromEntries(stats.names().map((b) => [b, stats.get(b)])),
+    };
+  };
+
+  /** `/metrics`, Prometheus text. */
+  metrics = (): string => {
+    const { pipeline, inFlight, sessions } = this.#s;
+    return prometheusText({ archiver: pipeline.archiver, writerRegistry: pipeline.writerRegistry, warcBytes: this.warcBytes(), inFlight: inFlight.size, sessionsOpen: sessions.list().length });
+  };
+}
