@@ -18,7 +18,7 @@ import type { DedupEntry, DedupStore, DigestKey } from "../../src/dedup/types.js
 import { describeUsing, sharedDir } from "../helpers/shared.js";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CONFORMANCE = sharedDir("conformance/warcs", process.env.LATHE_CONFORMANCE_WARCS);
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
 const CONF = CONFORMANCE.path;
 const BIN = join(REPO, "bin", "lathe.js");
 const run = promisify(execFile);

@@ -11,7 +11,7 @@ import { parseDigest, sameDigest } from "../../src/dedup/digestKey.js";
 import type { DedupEntry, DedupStore, DigestKey } from "../../src/dedup/types.js";
 import { describeUsing, sharedDir } from "../helpers/shared.js";
 
-const CONFORMANCE = sharedDir("conformance/warcs", process.env.LATHE_CONFORMANCE_WARCS);
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
 const CONF = CONFORMANCE.path;
 
 /** Entries in insertion order; "most recent" = latest WARC-Date, then latest added. */

@@ -15,18 +15,20 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export interface SharedDir {
   /** Absolute path. */
   readonly path: string;
-  /** How the messages name it: `../shared/conformance`, or the path given instead. */
+  /** How the messages name it: `../shared/conformance`, or the environment variable naming it instead. */
   readonly label: string;
   readonly present: boolean;
 }
 
 /**
- * `../shared/<sub>` beside the repository (`sub` like "conformance/warcs"), or `instead` when given
- * (an environment variable pointing elsewhere).
+ * `../shared/<sub>` beside the repository (`sub` like "conformance/warcs"), or the directory the
+ * environment variable `envVar` names when it is set.
  */
-export function sharedDir(sub: string, instead?: string): SharedDir {
-  const path = instead ? resolve(instead) : join(repoRoot, "..", "shared", ...sub.split("/"));
-  return { path, label: instead ? path : `../shared/${sub}`, present: existsSync(path) };
+export function sharedDir(sub: string, envVar?: string): SharedDir {
+  const instead = envVar ? process.env[envVar] : undefined;
+  if (instead) return { path: resolve(instead), label: `the ${envVar} directory`, present: existsSync(instead) };
+  const path = join(repoRoot, "..", "shared", ...sub.split("/"));
+  return { path, label: `../shared/${sub}`, present: existsSync(path) };
 }
 
 const ci = () => (process.env.CI ?? "") !== "";
@@ -55,7 +57,7 @@ export function describeUsing(dirs: SharedDir | SharedDir[], name: string, fn: (
     describe(name, () => {
       for (const d of absent) {
         it(`${d.label} is present`, () => {
-          throw new Error(`${d.label} is absent (${d.path}); CI is set, so the tests that read it fail instead of being skipped`);
+          throw new Error(`${d.label} is absent (${d.path}): the tests that read it cannot run, and CI is set, so that is a failure, not a skip`);
         });
       }
     });
@@ -67,7 +69,11 @@ export function describeUsing(dirs: SharedDir | SharedDir[], name: string, fn: (
   });
 }
 
-/** One line per missing directory, once the last group that needs it has been listed. */
+/**
+ * One line per missing directory, once the last group of the file that needs it has been listed
+ * (vitest lists the groups declared at the top level in order, before running any). The count is
+ * of the tests a group lists itself: a table read from the missing directory lists none.
+ */
 function noteCollected(d: SharedDir, tests: number): void {
   const m = missing.get(d.label)!;
   m.collected++;
@@ -76,5 +82,6 @@ function noteCollected(d: SharedDir, tests: number): void {
   const file = TestRunner.getCurrentSuite().file?.filepath;
   const where = file ? ` in ${relative(repoRoot, file)}` : "";
   const outcome = ci() ? "not run, and CI is set: the run fails" : "skipped";
-  console.warn(`lathe tests: ${d.label} is absent (${d.path}); ${m.tests} tests${where} ${outcome}`);
+  const count = m.tests === 1 ? "1 test" : `${m.tests} tests`;
+  console.warn(`lathe tests: ${d.label} is absent (${d.path}); ${count}${where} ${outcome}`);
 }

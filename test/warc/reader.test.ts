@@ -20,7 +20,7 @@ import { parseHttpHead, readWarcRecords, WarcReadError, type ReadWarcOptions, ty
 import { createWarcWriter } from "../../src/warc/writer.js";
 import { describeUsing, sharedDir } from "../helpers/shared.js";
 
-const CONFORMANCE = sharedDir("conformance/warcs", process.env.LATHE_CONFORMANCE_WARCS);
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
 const CONF = CONFORMANCE.path;
 
 let tmp = "";
