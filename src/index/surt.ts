@@ -11,7 +11,13 @@
  *
  * Pure: no I/O. (The reference sends numeric hosts such as `127.1` through the resolver; glibc
  * answers those with inet_aton, which is what is done here.)
+ *
+ * The byte, percent-encoding and host steps it shares with warcprox's urlcanon rules live in
+ * src/url/; the steps that stay here are where Python `surt` differs from urlcanon (each says how).
  */
+import { fromBinary, lowerAscii, toBinary } from "../url/binary.js";
+import { dottedQuad, reversedLabels } from "../url/host.js";
+import { GOOGLE_ESCAPES, percentDecodeRepeatedly, percentEncode } from "../url/percent.js";
 
 /** The key of `url`: `-` when there is none, the URL itself when the reference would fail. */
 export function surt(url: string | null | undefined): string {
@@ -121,27 +127,33 @@ function splitNetloc(netloc: string): { hostname: string | null; port: number | 
 // B. First pass (GoogleURLCanonicalizer): decode, IDNA, IPv4 forms, dot segments, escape once.
 
 function canonicalizeGoogle(u: Url): void {
-  if (u.query) u.query = escapeOnce(unescapeRepeatedly(u.query));
+  if (u.query) u.query = escapeOnce(percentDecodeRepeatedly(u.query));
   if (u.host) u.host = canonicalHost(u.host);
-  let path = u.path === null ? null : unescapeRepeatedly(u.path);
+  let path = u.path === null ? null : percentDecodeRepeatedly(u.path);
   // Only a URL with a host has a hierarchical path; `urn:`, `mailto:`… keep theirs as it is.
   if (u.host) path = normalizePath(path);
   u.path = path === null ? null : escapeOnce(path);
 }
 
 function canonicalHost(host: string): string {
-  let h = unescapeRepeatedly(host);
+  let h = percentDecodeRepeatedly(host);
   if (/[\x80-\xff]/.test(h)) {
     const text = decodeUtf8Ignore(h);
     const ascii = idnaToAscii(text);
     // IDNA failed: the reference keeps the decoded text, lower-cases and escapes its UTF-8.
     h = ascii ?? toBinary(text.toLowerCase());
   }
+  // One non-overlapping pass, as Python's `replace("..", ".")`: `a...b` keeps `a..b` (urlcanon's
+  // fix_host_dots collapses every run of dots, so the two cannot share this step).
   h = h.replaceAll("..", ".").replace(/^\.+|\.+$/g, "");
   return attemptIPFormats(h) ?? escapeOnce(lowerAscii(h));
 }
 
-/** `/a/./b/../c//d/` → `/a/c/d/` (the reference's normalizePath; a `..` at the root is kept). */
+/**
+ * `/a/./b/../c//d/` → `/a/c/d/` (the reference's normalizePath; a `..` at the root is kept).
+ * Not urlcanon's resolvePathDots: that one drops a `..` at the root, knows `%2e`, treats `\\` as a
+ * separator and leaves `//` to a later step; keys must be what replay tools compute, quirks included.
+ */
 function normalizePath(path: string | null): string {
   if (!path) return "/";
   const kept: string[] = [];
@@ -163,12 +175,16 @@ function normalizePath(path: string | null): string {
 const RE_OCTAL_IP = /^(0[0-7]*)(\.[0-7]+)?(\.[0-7]+)?(\.[0-7]+)?$/;
 const RE_DECIMAL_IP = /^([1-9][0-9]*)(\.[0-9]+)?(\.[0-9]+)?(\.[0-9]+)?$/;
 
-/** Dotted IPv4 for an all-digit host (decimal, low 32 bits) or an inet_aton form; else null. */
+/**
+ * Dotted IPv4 for an all-digit host (decimal, low 32 bits) or an inet_aton form; else null.
+ * Not urlcanon's WHATWG parse_ipv4: no hex parts (`0x7f.1` stays a name here) and an all-digit
+ * host ≥ 2³² wraps instead of staying a name.
+ */
 function attemptIPFormats(host: string): string | null {
-  if (/^[0-9]+$/.test(host)) return dotted(Number(BigInt(host) & 0xffffffffn));
+  if (/^[0-9]+$/.test(host)) return dottedQuad(Number(BigInt(host) & 0xffffffffn));
   if (RE_DECIMAL_IP.test(host) || RE_OCTAL_IP.test(host)) {
     const n = inetAton(host);
-    return n === null ? null : dotted(n);
+    return n === null ? null : dottedQuad(n);
   }
   return null;
 }
@@ -191,10 +207,6 @@ function inetAton(s: string): number | null {
   let n = 0;
   for (const v of vals) n = n * 256 + v;
   return n * room + last;
-}
-
-function dotted(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,12 +252,16 @@ function canonicalizeIA(u: Url): void {
   }
 }
 
+/** Only http and https (case-insensitive), unlike urlcanon's table of special schemes (ftp, ws…). */
 function defaultPort(scheme: string): number {
   const s = scheme.toLowerCase();
   return s === "http" ? 80 : s === "https" ? 443 : 0;
 }
 
-/** Sort `name=value` parameters as Python sorts their (name, value) tuples: a bare name first. */
+/**
+ * Sort `name=value` parameters as Python sorts their (name, value) tuples: a bare name first.
+ * (urlcanon sorts the whole `&`-parts as bytes: `a-b=2` before `a=3`, where this puts `a=3` first.)
+ */
 export function alphaReorderQuery(q: string): string {
   if (q.length <= 1) return q;
   const parts = q.split("&").map((a) => {
@@ -268,7 +284,8 @@ export function alphaReorderQuery(q: string): string {
 function format(u: Url): string {
   let s: string;
   if (u.host) {
-    s = u.host.split(".").reverse().join(",") + (u.port !== null ? `:${u.port}` : "") + ")";
+    // A comma inside a label stays a comma (urlcanon's reverseHost makes it a dot).
+    s = reversedLabels(u.host).join(",") + (u.port !== null ? `:${u.port}` : "") + ")";
   } else {
     s = u.scheme + ":"; // no host: `dns:…`, `urn:…`, `mailto:…` keep their scheme
   }
@@ -279,51 +296,15 @@ function format(u: Url): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Escaping on binary strings.
+// Escaping and UTF-8 on binary strings (the steps shared with urlcanon are in src/url/).
 
-/** Bytes left alone by the reference's `quote(…, safe)`: letters, digits and these. */
-const SAFE = new Set(Array.from("!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"));
+/** The reference's escapeOnce: `quote(s, safe)`, i.e. the Google escape set (src/url/percent.ts). */
+const escapeOnce = (s: string) => percentEncode(s, GOOGLE_ESCAPES);
 
-/** Percent-encode (upper-case hex) every byte outside letters, digits and SAFE. */
-export function escapeOnce(s: string): string {
-  let out = "";
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const ch = s[i]!;
-    if ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c < 0x80 && SAFE.has(ch))) out += ch;
-    else out += "%" + c.toString(16).toUpperCase().padStart(2, "0");
-  }
-  return out;
-}
-
-/** Python's unquote_to_bytes: `%XX` with two hex digits becomes the byte, anything else stays. */
-function unquoteBytes(s: string): string {
-  if (!s.includes("%")) return s;
-  return s.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
-export function unescapeRepeatedly(s: string): string {
-  for (;;) {
-    const un = unquoteBytes(s);
-    if (un === s) return s;
-    s = un;
-  }
-}
-
-function lowerAscii(s: string): string {
-  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
-}
-
-/** UTF-8 bytes of `s` as a binary string. */
-export function toBinary(s: string): string {
-  return Buffer.from(s, "utf8").toString("latin1");
-}
-
-function fromBinary(s: string): string {
-  return /[\x80-\xff]/.test(s) ? Buffer.from(s, "latin1").toString("utf8") : s;
-}
-
-/** Decode UTF-8 dropping invalid bytes (Python `decode('utf-8', 'ignore')`). */
+/**
+ * Decode UTF-8 dropping invalid bytes (Python `decode('utf-8', 'ignore')`). urlcanon decodes
+ * strictly instead and keeps the host's bytes when they are not UTF-8.
+ */
 function decodeUtf8Ignore(bin: string): string {
   const b = Buffer.from(bin, "latin1");
   let out = "";
@@ -362,6 +343,8 @@ function decodeUtf8Ignore(bin: string): string {
 
 // ---------------------------------------------------------------------------------------------
 // IDNA 2003 ToASCII (Python's `str.encode('idna')`), used only for hosts with non-ASCII bytes.
+// Not urlcanon's IDNA 2008 / UTS #46 (Node's domainToASCII there): `straße.de` is `strasse.de`
+// here and `xn--strae-oqa.de` there.
 
 const IDNA_DOTS = /[.\u3002\uff0e\uff61]/;
 /** RFC 3454 table B.1: mapped to nothing by nameprep. */

@@ -18,7 +18,8 @@
  * Pure: no I/O.
  */
 import type { BlockRule } from "./warcproxMeta.js";
-import { formatUrl, hostMatchesDomain, normalizeHost, semantic, ssurtOf, surtOf, fromBinary } from "./urlcanon.js";
+import { fromBinary } from "../url/binary.js";
+import { formatUrl, hostMatchesDomain, normalizeHost, semantic, ssurtOf, surtOf } from "./urlcanon.js";
 import { pythonJson, ruleAnswer, type RuleAnswer } from "./limits.js";
 
 /** The semantic forms of one URL, computed lazily once for all rules. */

@@ -10,9 +10,15 @@
  * strings" (one char per byte, 0–255), so that lower-casing and percent-encoding act on bytes.
  * After canonicalization every byte ≥ 0x7F is percent-encoded, so the outputs are ASCII.
  *
+ * The byte, percent-encoding and host steps it shares with the CDX keys live in src/url/; the
+ * steps here that look like src/index/surt.ts's but differ say how.
+ *
  * Pure: no I/O.
  */
 import { domainToASCII } from "node:url";
+import { fromBinary, lowerAscii, toBinary } from "../url/binary.js";
+import { dottedQuad, reversedLabels } from "../url/host.js";
+import { GOOGLE_ESCAPES, percentDecodeRepeatedly, percentEncode } from "../url/percent.js";
 
 /** The fields of a parsed URL, as the reference keeps them (every one a binary string). */
 export interface ParsedUrl {
@@ -39,6 +45,7 @@ export interface ParsedUrl {
   ip6: string | null;
 }
 
+/** WHATWG special schemes and their default ports (the CDX keys elide only http's and https's). */
 const SPECIAL_SCHEMES: Record<string, string | null> = {
   ftp: "21",
   gopher: "70",
@@ -49,33 +56,6 @@ const SPECIAL_SCHEMES: Record<string, string | null> = {
   file: null,
 };
 const isSpecial = (scheme: string) => Object.prototype.hasOwnProperty.call(SPECIAL_SCHEMES, scheme);
-
-// ---------------------------------------------------------------------------------------------
-// Bytes.
-
-/** UTF-8 bytes of `s` as a binary string. */
-export function toBinary(s: string): string {
-  return Buffer.from(s, "utf8").toString("latin1");
-}
-/** Back from a binary string (bytes that are not UTF-8 become U+FFFD). */
-export function fromBinary(b: string): string {
-  return /^[\x00-\x7f]*$/.test(b) ? b : Buffer.from(b, "latin1").toString("utf8");
-}
-/** ASCII-only lower-casing (Python `bytes.lower()`). */
-const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
-
-const hex2 = (c: string) => "%" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0");
-const pctEncode = (s: string, re: RegExp) => s.replace(re, hex2);
-/** One pass of `urllib.parse.unquote_to_bytes`: `%XX` with two hex digits → the byte. */
-const pctDecodeOnce = (s: string) => s.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-function pctDecodeRepeatedly(s: string): string {
-  let v = s;
-  for (;;) {
-    const n = pctDecodeOnce(v);
-    if (n === v) return v;
-    v = n;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Parsing (urlcanon/parse.py).
@@ -158,7 +138,11 @@ function parseIpv4Part(s: string): number | null {
   return /^[0-9]+$/.test(s) ? parseInt(s, 10) : null;
 }
 
-/** `urlcanon.parse_ipv4`: the numeric value of an IPv4 host in any WHATWG form, or null. */
+/**
+ * `urlcanon.parse_ipv4`: the numeric value of an IPv4 host in any WHATWG form, or null. Not the
+ * CDX key's inet_aton (src/index/surt.ts): hex parts count here, and an all-digit host ≥ 2³²
+ * stays a name instead of wrapping.
+ */
 export function parseIpv4(host: string): number | null {
   const parts = host.split(".");
   if (parts[parts.length - 1] === "") parts.pop();
@@ -200,7 +184,6 @@ const isIp = (host: string) => {
   const [a, b] = parseIpv4or6(host);
   return a !== null || b !== null;
 };
-const dottedDecimal = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
 
 // ---------------------------------------------------------------------------------------------
 // Canonicalization steps (urlcanon/canon.py), in `semantic` order.
@@ -243,13 +226,13 @@ function twoSlashes(u: ParsedUrl): void {
 }
 
 function pctDecodeRepeatedlyExceptQuery(u: ParsedUrl): void {
-  u.scheme = pctDecodeRepeatedly(u.scheme);
-  u.username = pctDecodeRepeatedly(u.username);
-  u.password = pctDecodeRepeatedly(u.password);
-  u.host = pctDecodeRepeatedly(u.host);
-  u.port = pctDecodeRepeatedly(u.port);
-  u.path = pctDecodeRepeatedly(u.path);
-  u.fragment = pctDecodeRepeatedly(u.fragment);
+  u.scheme = percentDecodeRepeatedly(u.scheme);
+  u.username = percentDecodeRepeatedly(u.username);
+  u.password = percentDecodeRepeatedly(u.password);
+  u.host = percentDecodeRepeatedly(u.host);
+  u.port = percentDecodeRepeatedly(u.port);
+  u.path = percentDecodeRepeatedly(u.path);
+  u.fragment = percentDecodeRepeatedly(u.fragment);
 }
 
 function reparseHost(u: ParsedUrl): void {
@@ -257,10 +240,11 @@ function reparseHost(u: ParsedUrl): void {
 }
 
 function normalizeIpAddress(u: ParsedUrl): void {
-  if (u.ip4 !== null) u.host = dottedDecimal(u.ip4);
+  if (u.ip4 !== null) u.host = dottedQuad(u.ip4);
   else if (u.ip6 !== null) u.host = `[${u.ip6}]`;
 }
 
+/** Every run of dots collapses (`a...b` → `a.b`); Python surt's one `replace("..", ".")` pass does not. */
 function fixHostDots(u: ParsedUrl): void {
   if (u.host) u.host = u.host.replace(/^\.+/, "").replace(/\.+$/, "").replace(/\.{2,}/g, ".");
 }
@@ -277,7 +261,8 @@ function strictUtf8(b: string): string | null {
  * IDNA for hosts of special schemes (`punycode_special_host`: IDNA 2008 with UTS #46 mapping,
  * falling back to IDNA 2003 per label; left alone when both fail). ASCII hosts come out
  * lower-cased; Node's WHATWG `domainToASCII` (UTS #46, non-transitional) stands in for the
- * Python `idna` package for the others.
+ * Python `idna` package for the others. (The CDX keys use IDNA 2003 instead, Python's `idna`
+ * codec, src/index/surt.ts: `straße.de` is `xn--strae-oqa.de` here and `strasse.de` there.)
  */
 function punycodeHost(host: string): string {
   const text = strictUtf8(host);
@@ -309,19 +294,18 @@ function removeUserinfo(u: ParsedUrl): void {
   u.atSign = "";
 }
 
-const GOOGLE_ENCODE = /[\x00-\x20\x7f-\xff#%]/g;
 const LESS_DUMB_USERINFO_ENCODE = /[\x00-\x20\x7f-\xff#%:@]/g;
 const LESS_DUMB_PATH_ENCODE = /[\x00-\x20\x7f-\xff#%?]/g;
 const LESS_DUMB_QUERY_ENCODE = /[\x00-\x20\x7f-\xff#%&=]/g;
 
 function lessDumbPctEncode(u: ParsedUrl): void {
-  u.scheme = pctEncode(u.scheme, GOOGLE_ENCODE);
-  u.username = pctEncode(u.username, LESS_DUMB_USERINFO_ENCODE);
-  u.password = pctEncode(u.password, LESS_DUMB_USERINFO_ENCODE);
-  u.host = pctEncode(u.host, GOOGLE_ENCODE);
-  u.port = pctEncode(u.port, GOOGLE_ENCODE);
-  u.path = pctEncode(u.path, LESS_DUMB_PATH_ENCODE);
-  u.fragment = pctEncode(u.fragment, GOOGLE_ENCODE);
+  u.scheme = percentEncode(u.scheme, GOOGLE_ESCAPES);
+  u.username = percentEncode(u.username, LESS_DUMB_USERINFO_ENCODE);
+  u.password = percentEncode(u.password, LESS_DUMB_USERINFO_ENCODE);
+  u.host = percentEncode(u.host, GOOGLE_ESCAPES);
+  u.port = percentEncode(u.port, GOOGLE_ESCAPES);
+  u.path = percentEncode(u.path, LESS_DUMB_PATH_ENCODE);
+  u.fragment = percentEncode(u.fragment, GOOGLE_ESCAPES);
 }
 
 function lessDumbPctRecodeQuery(u: ParsedUrl): void {
@@ -331,7 +315,7 @@ function lessDumbPctRecodeQuery(u: ParsedUrl): void {
     .map((part) => {
       const eq = part.indexOf("=");
       const tokens = eq < 0 ? [part] : [part.slice(0, eq), part.slice(eq + 1)];
-      return tokens.map((t) => pctEncode(pctDecodeRepeatedly(t), LESS_DUMB_QUERY_ENCODE)).join("=");
+      return tokens.map((t) => percentEncode(percentDecodeRepeatedly(t), LESS_DUMB_QUERY_ENCODE)).join("=");
     })
     .join("&");
 }
@@ -349,7 +333,10 @@ function leadingSlash(u: ParsedUrl): void {
 
 const PATH_DOTS = /^(?:\.|%2e)(\.|%2e)?$/i;
 
-/** `resolve_path_dots`: `.` segments dropped, `..` drops the previous one (never the root). */
+/**
+ * `resolve_path_dots`: `.` segments dropped, `..` drops the previous one (never the root). Python
+ * surt's normalizePath differs: it keeps a `..` at the root and drops empty segments on the way.
+ */
 export function resolvePathDots(path: string, special: boolean): string {
   if (!(path.startsWith("/") || (special && path.startsWith("\\")))) return path;
   const sepRe = special ? /[/\\]/ : /\//;
@@ -390,7 +377,10 @@ function emptyPathToSlash(u: ParsedUrl): void {
   if (!u.path && authority(u) && isSpecial(u.scheme)) u.path = "/";
 }
 
-/** Byte-order sort of the whole `&`-separated parts (Python `sorted` on bytes). */
+/**
+ * Byte-order sort of the whole `&`-separated parts (Python `sorted` on bytes); Python surt sorts
+ * (name, value) pairs instead, so `a-b=2&a=3` here is `a=3&a-b=2` in a CDX key.
+ */
 function alphaReorderQuery(u: ParsedUrl): void {
   if (u.query) u.query = u.query.split("&").sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join("&");
 }
@@ -446,9 +436,9 @@ export function formatUrl(u: ParsedUrl): string {
   );
 }
 
-/** `urlcanon.reverse_host`: `x,y.b.c` → `c,b,x.y,`. */
+/** `urlcanon.reverse_host`: `x,y.b.c` → `c,b,x.y,` (a label's comma becomes a dot; Python surt keeps it). */
 export function reverseHost(host: string, trailingComma = true): string {
-  const parts = host.split(".").reverse().map((p) => p.replace(/,/g, "."));
+  const parts = reversedLabels(host).map((p) => p.replace(/,/g, "."));
   if (trailingComma) parts.push("");
   return parts.join(",");
 }
@@ -480,12 +470,12 @@ export function ssurtOf(u: ParsedUrl): string {
 export function normalizeHost(host: string): string {
   const u = emptyUrl();
   u.scheme = "http";
-  u.host = pctDecodeRepeatedly(toBinary(host));
+  u.host = percentDecodeRepeatedly(toBinary(host));
   reparseHost(u);
   normalizeIpAddress(u);
   fixHostDots(u);
   punycodeSpecialHost(u);
-  return fromBinary(pctEncode(u.host, GOOGLE_ENCODE));
+  return fromBinary(percentEncode(u.host, GOOGLE_ESCAPES));
 }
 
 /**

@@ -4,15 +4,15 @@
  */
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { importWarcs, type ImportProgress } from "../../src/dedup/importer.js";
 import { parseDigest, sameDigest } from "../../src/dedup/digestKey.js";
 import type { DedupEntry, DedupStore, DigestKey } from "../../src/dedup/types.js";
+import { describeUsing, sharedDir } from "../helpers/shared.js";
 
-const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CONF = process.env.LATHE_CONFORMANCE_WARCS ?? join(REPO, "..", "shared", "conformance", "warcs");
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
+const CONF = CONFORMANCE.path;
 
 /** Entries in insertion order; "most recent" = latest WARC-Date, then latest added. */
 class MemoryStore implements DedupStore {
@@ -56,7 +56,6 @@ class MemoryStore implements DedupStore {
 let files: string[] = [];
 let tmp = "";
 beforeAll(async () => {
-  files = (await readdir(CONF)).filter((f) => /\.warc(\.gz)?$/.test(f)).sort();
   tmp = await mkdtemp(join(tmpdir(), "lathe-import-test-"));
 });
 afterAll(async () => {
@@ -81,7 +80,11 @@ async function cdxj(name: string): Promise<CdxjLine[]> {
     .map((l) => JSON.parse(l.slice(l.indexOf("{"))) as CdxjLine);
 }
 
-describe("importWarcs on the conformance WARCs", () => {
+describeUsing(CONFORMANCE, "importWarcs on the conformance WARCs", () => {
+  beforeAll(async () => {
+    files = (await readdir(CONF)).filter((f) => /\.warc(\.gz)?$/.test(f)).sort();
+  });
+
   it("every file alone: no errors, one entry per response with a digest, pointing at its record as the .cdxj does", async () => {
     for (const name of files) {
       const store = new MemoryStore();
@@ -245,7 +248,7 @@ describe("importWarcs on the conformance WARCs", () => {
   });
 });
 
-describe("importWarcs on damaged and missing files", () => {
+describeUsing(CONFORMANCE, "importWarcs on damaged and missing files", () => {
   it("reports file and offset and loads the rest", async () => {
     const iana = await readFile(conf("pywb-iana.warc.gz"));
     const good = new MemoryStore();

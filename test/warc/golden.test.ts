@@ -8,12 +8,13 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import { WARCParser } from "warcio";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { fixedClock } from "../../src/core/clock.js";
 import type { IdSource } from "../../src/core/ids.js";
 import type { RecordDraft, WrittenRecord } from "../../src/warc/types.js";
 import { createWarcWriter } from "../../src/warc/writer.js";
-import { GOLDEN_WARCINFO_UUID, goldenBytes, goldenDrafts, goldenInfo, goldenRecords } from "./golden.js";
+import { describeUsing } from "../helpers/shared.js";
+import { GOLDEN, GOLDEN_WARCINFO_UUID, goldenBytes, goldenDrafts, goldenInfo, goldenRecords } from "./golden.js";
 import { START, get, removeTempDirs, tempDir, verifyFile, writerOpts } from "./helpers.js";
 
 afterAll(removeTempDirs);
@@ -41,7 +42,7 @@ async function writeGolden(over: Parameters<typeof writerOpts>[1]) {
   return { dir, written, path: join(dir, written[0]!.filename) };
 }
 
-describe("golden example", () => {
+describeUsing(GOLDEN, "golden example", () => {
   it(".warc: byte-identical to the example", async () => {
     const { path, written } = await writeGolden({ gzip: false });
     expect(path.endsWith("lathe-20261203104507123-00000-example-host.warc")).toBe(true);

@@ -1,16 +1,18 @@
-/** The golden example (read in place, never copied): /work/shared/spec/examples. */
+/** The golden example (read in place, never copied): ../shared/spec/examples beside the repository. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RecordDraft, WarcType } from "../../src/warc/types.js";
 import type { WarcinfoInfo } from "../../src/warc/warcinfo.js";
+import { sharedDir } from "../helpers/shared.js";
 import { get, splitPlain, type ParsedRecord } from "./helpers.js";
 
-export const GOLDEN_DIR = "/work/shared/spec/examples";
+/** Groups that read the golden files say so with `describeUsing(GOLDEN, …)`. */
+export const GOLDEN = sharedDir("spec/examples");
 export const GOLDEN_BASE = "lathe-20261203104507123-00000-example-host";
 export const GOLDEN_WARCINFO_UUID = "fc9d2219-b89d-45a8-b5fb-d2d9e42e5441";
 
 export function goldenBytes(suffix: string): Buffer {
-  return readFileSync(join(GOLDEN_DIR, GOLDEN_BASE + suffix));
+  return readFileSync(join(GOLDEN.path, GOLDEN_BASE + suffix));
 }
 
 export function goldenRecords(): ParsedRecord[] {

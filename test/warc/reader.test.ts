@@ -6,9 +6,8 @@
 import { createReadStream } from "node:fs";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { gunzipSync, gzipSync, inflateRawSync } from "node:zlib";
 import { WARCParser } from "warcio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,15 +18,15 @@ import { digestOf } from "../../src/warc/digest.js";
 import { buildResponse } from "../../src/warc/records.js";
 import { parseHttpHead, readWarcRecords, WarcReadError, type ReadWarcOptions, type WarcRecord } from "../../src/warc/reader.js";
 import { createWarcWriter } from "../../src/warc/writer.js";
+import { describeUsing, sharedDir } from "../helpers/shared.js";
 
-const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CONF = process.env.LATHE_CONFORMANCE_WARCS ?? join(REPO, "..", "shared", "conformance", "warcs");
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
+const CONF = CONFORMANCE.path;
 
 let tmp = "";
 let files: string[] = [];
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "lathe-reader-test-"));
-  files = (await readdir(CONF)).filter((f) => /\.warc(\.gz)?$/.test(f)).sort();
 });
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
@@ -82,7 +81,11 @@ function gzipMembers(buf: Buffer): Array<[number, number]> {
   return out;
 }
 
-describe("readWarcRecords on every conformance file", () => {
+describeUsing(CONFORMANCE, "readWarcRecords on every conformance file", () => {
+  beforeAll(async () => {
+    files = (await readdir(CONF)).filter((f) => /\.warc(\.gz)?$/.test(f)).sort();
+  });
+
   it("finds the conformance files", () => {
     expect(files.length).toBeGreaterThanOrEqual(25);
   });
@@ -190,7 +193,7 @@ describe("readWarcRecords on every conformance file", () => {
   });
 });
 
-describe("damaged files: reported with file and offset, the rest still read", () => {
+describeUsing(CONFORMANCE, "damaged files: reported with file and offset, the rest still read", () => {
   let iana: Buffer;
   let members: Array<[number, number]>;
   let total: number;
@@ -331,7 +334,7 @@ describe("damaged files: reported with file and offset, the rest still read", ()
   });
 });
 
-describe("files that are not one member per record", () => {
+describeUsing(CONFORMANCE, "files that are not one member per record", () => {
   it("one gzip member for the whole file: every record read, offsets point at the member", async () => {
     const plain = await readFile(join(CONF, "wget-uncompressed.warc"));
     const good = (await readAll(join(CONF, "wget-uncompressed.warc"))).records;

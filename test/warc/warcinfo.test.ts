@@ -1,28 +1,34 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { digestOf } from "../../src/warc/digest.js";
 import { RECORD_TRAILER, serializeHeader } from "../../src/warc/serialize.js";
 import { buildWarcinfo, hostIp, warcinfoFields, type WarcinfoInput } from "../../src/warc/warcinfo.js";
-import { GOLDEN_BASE, GOLDEN_WARCINFO_UUID, goldenInfo, goldenRecords } from "./golden.js";
+import { describeUsing } from "../helpers/shared.js";
+import { GOLDEN, GOLDEN_BASE, GOLDEN_WARCINFO_UUID, goldenInfo, goldenRecords } from "./golden.js";
 import { INFO, START, parseRecord } from "./helpers.js";
 
-const base: WarcinfoInput = {
-  id: `<urn:uuid:${GOLDEN_WARCINFO_UUID}>`,
-  dateMicros: START,
-  filename: `${GOLDEN_BASE}.warc`,
-  version: "1.1",
-  digest: "sha1",
-  software: "lathe/0.1.0",
-  hostname: "example-host",
-  ip: "192.0.2.17",
-  info: goldenInfo().info,
-};
+/** The golden example's warcinfo inputs: its metadata is read from the golden file when the group runs. */
+let base: WarcinfoInput;
 
 function record(input: WarcinfoInput): Buffer {
   const d = buildWarcinfo(input);
   return Buffer.concat([serializeHeader(d, { version: input.version }), ...(d.block as Buffer[]), RECORD_TRAILER]);
 }
 
-describe("warcinfo", () => {
+describeUsing(GOLDEN, "warcinfo", () => {
+  beforeAll(() => {
+    base = {
+      id: `<urn:uuid:${GOLDEN_WARCINFO_UUID}>`,
+      dateMicros: START,
+      filename: `${GOLDEN_BASE}.warc`,
+      version: "1.1",
+      digest: "sha1",
+      software: "lathe/0.1.0",
+      hostname: "example-host",
+      ip: "192.0.2.17",
+      info: goldenInfo().info,
+    };
+  });
+
   it("is byte-identical to the golden example's warcinfo, given its inputs", () => {
     const golden = goldenRecords()[0]!;
     const mine = parseRecord(record(base));
@@ -61,7 +67,9 @@ describe("warcinfo", () => {
     expect(() => buildWarcinfo({ ...base, info: { ...INFO, extra: { "bad name": "x" } } })).toThrow(/not allowed/);
     expect(() => buildWarcinfo({ ...base, info: { ...INFO, extra: { Operator: "x" } } })).toThrow(/not allowed/);
   });
+});
 
+describe("warcinfo", () => {
   it("picks the first non-internal IPv4, else a global IPv6, else none", () => {
     const i = (address: string, family: "IPv4" | "IPv6", internal = false) => ({ address, family, internal, netmask: "", mac: "", cidr: null, ...(family === "IPv6" ? { scopeid: 0 } : {}) }) as never;
     expect(hostIp({ lo: [i("127.0.0.1", "IPv4", true)], eth0: [i("fe80::1", "IPv6"), i("2001:db8::5", "IPv6"), i("192.0.2.17", "IPv4")] })).toBe("192.0.2.17");
