@@ -54,15 +54,15 @@ function responseOf(res: IncomingMessage): UpstreamResponse {
   };
 }
 
+/** Where and what to send: the header list exactly as given (no Host of Node's own). */
+export function requestOptions(t: Target, method: string, headers: string[]): http.RequestOptions {
+  return { host: t.host, port: t.port, method, path: t.path, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false };
+}
+
 function clientRequest(ctx: ProxyContext, t: Target, method: string, headers: string[]): http.ClientRequest {
   const { upstream } = ctx.config;
   const opts: http.RequestOptions = {
-    host: t.host,
-    port: t.port,
-    method,
-    path: t.path,
-    headers: headers as unknown as http.OutgoingHttpHeaders,
-    setHost: false,
+    ...requestOptions(t, method, headers),
     insecureHTTPParser: upstream.lenientParsing,
     maxHeaderSize: upstream.maxHeaderBytes,
   };

@@ -12,6 +12,7 @@ import type { ProxyContext } from "./context.js";
 import { countOutcome } from "./archiveCapture.js";
 import { type Captures, discardCaptures, startCaptures } from "./captures.js";
 import { countInflight } from "./inflight.js";
+import { requestOptions } from "./http1Upstream.js";
 import { refusal } from "./refusal.js";
 import { forwardRequestHeaders } from "./headers.js";
 import { sendPlainOnSocket } from "./respond.js";
@@ -70,12 +71,7 @@ function relayUpgrade(ctx: ProxyContext, req: IncomingMessage, client: Socket, h
 
 function upgradeRequest(ctx: ProxyContext, t: Target, method: string, headers: string[]): http.ClientRequest {
   const opts: http.RequestOptions = {
-    host: t.host,
-    port: t.port,
-    method,
-    path: t.path,
-    headers: headers as unknown as http.OutgoingHttpHeaders,
-    setHost: false,
+    ...requestOptions(t, method, headers),
     agent: t.scheme === "https" ? ctx.connector.httpsFresh : ctx.connector.httpFresh,
     maxHeaderSize: ctx.config.upstream.maxHeaderBytes,
   };
