@@ -96,6 +96,12 @@ export class Cursor {
     return out;
   }
 
+  /** The next `n` bytes, or as many as there are before the end or a break. */
+  async peek(n: number): Promise<Buffer> {
+    await this.need(n);
+    return this.view(Math.min(n, this.avail));
+  }
+
   /** Consume `n` bytes (n ≤ avail). */
   advance(n: number): void {
     this.avail -= n;

@@ -13,7 +13,7 @@ import { errorMessage } from "../core/errors.js";
 import { FileWindow, MIN_AVAIL } from "./fileWindow.js";
 import { GZ_MAGIC, parseGzipHeader, type GzipHeader } from "./gzipHeader.js";
 import type { Report } from "./readProblems.js";
-import { READ, type Break, type Member, type Seg, type Source } from "./readSource.js";
+import { READ, type Break, type Member, type Now, type Seg, type Source } from "./readSource.js";
 
 const MIB = 1024 * 1024;
 /** Largest member output inflated in one synchronous call; bigger members stream. */
@@ -24,12 +24,6 @@ const STREAM_IN = 256 * 1024;
 const SYNC_CHUNK = 32 * 1024;
 
 type SkipLength = NonNullable<GzipHeader["sl"]>;
-
-/** A member inflated in one call (with the window it was read from), or why that failed. */
-type Inflated =
-  | { out: Buffer; used: number; buf: Buffer }
-  /** `wholeBySl`: the input was all the deflate data the 'sl' field announces, so it did not run out early. */
-  | { out: null; error: unknown; wholeBySl: boolean };
 
 /** A member too large to inflate in one call, streaming through zlib. */
 interface Stream {
@@ -119,15 +113,16 @@ export class GzipSource implements Source {
         if (r) return r;
         continue;
       }
-      if (this.#pos >= this.size) return null;
-      const r = await this.#member(this.#pos);
+      const pos = this.#pos;
+      if (pos >= this.size) return null;
+      let r = this.#member(pos, await this.#win.ensure(pos, MIN_AVAIL));
+      if (r instanceof Promise) r = await r;
       if (r) return r;
     }
   }
 
-  /** The member at `pos`; null when it has nothing to deliver yet (it is empty, or it streams). */
-  async #member(pos: number): Promise<Seg | Break | null> {
-    const buf = await this.#win.ensure(pos, MIN_AVAIL);
+  /** The member at `pos` (`buf`: the window from there); null when it has nothing to deliver yet (it is empty, or it streams). */
+  #member(pos: number, buf: Buffer): Now<Seg | Break | null> {
     const h = parseGzipHeader(buf);
     if (h === "bad") {
       this.#damage(pos, `not a gzip member (bytes ${buf.subarray(0, 4).toString("hex")})`);
@@ -143,40 +138,34 @@ export class GzipSource implements Source {
       this.#startStream(pos, h.length);
       return null;
     }
-    const r = await this.#inflateWhole(pos, h.length, sl, buf);
-    if (r.out === null) return this.#inflateFailed(pos, h.length, r.error, r.wholeBySl);
-    return this.#checkTrailer(pos, h.length, r.out, r.used, r.buf);
+    const bounded = (b: Buffer) => (sl && sl.clen <= b.length ? b.subarray(h.length, sl.clen - 8) : b.subarray(h.length));
+    if (sl && sl.clen > buf.length && sl.clen <= 4 * READ) return this.#win.ensure(pos, sl.clen).then((b) => this.#inflate(pos, h.length, sl, b, bounded(b), false));
+    return this.#inflate(pos, h.length, sl, buf, bounded(buf), false);
   }
 
-  /** One synchronous raw inflate of the member at `pos` over the buffered input (`buf` starts at `pos`). */
-  async #inflateWhole(pos: number, headerLength: number, sl: SkipLength | null, buf: Buffer): Promise<Inflated> {
-    if (sl && sl.clen > buf.length && sl.clen <= 4 * READ) buf = await this.#win.ensure(pos, sl.clen);
-    let input = sl && sl.clen <= buf.length ? buf.subarray(headerLength, sl.clen - 8) : buf.subarray(headerLength);
-    const wholeBySl = () => sl !== null && input.length === sl.clen - headerLength - 8;
-    let retried = false;
-    for (;;) {
-      try {
-        const r = inflateRawSync(input, { info: true, maxOutputLength: MAX_SYNC_OUT, chunkSize: sl ? Math.max(64, sl.ulen + 64) : SYNC_CHUNK }) as unknown as {
-          buffer: Buffer;
-          engine: { bytesWritten: number };
-        };
-        return { out: r.buffer, used: r.engine.bytesWritten, buf };
-      } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (code === "Z_BUF_ERROR" && !wholeBySl() && this.#win.end < this.size && !retried && this.#win.end - pos < READ) {
-          // The member goes on past the window: once more with a full window from its start.
-          retried = true;
-          buf = await this.#win.ensure(pos, READ);
-          input = buf.subarray(headerLength);
-          continue;
-        }
-        return { out: null, error: e, wholeBySl: wholeBySl() };
+  /** One synchronous raw inflate of the member at `pos` from `input` (within `buf`, the window from `pos`). */
+  #inflate(pos: number, headerLength: number, sl: SkipLength | null, buf: Buffer, input: Buffer, retried: boolean): Now<Seg | Break | null> {
+    let r: { buffer: Buffer; engine: { bytesWritten: number } };
+    try {
+      r = inflateRawSync(input, { info: true, maxOutputLength: MAX_SYNC_OUT, chunkSize: sl ? Math.max(64, sl.ulen + 64) : SYNC_CHUNK }) as unknown as typeof r;
+    } catch (e) {
+      // The input was all the deflate data the 'sl' field announces: it did not run out early.
+      const wholeBySl = sl !== null && input.length === sl.clen - headerLength - 8;
+      const code = (e as { code?: string }).code;
+      if (code === "Z_BUF_ERROR" && !wholeBySl && this.#win.end < this.size && !retried && this.#win.end - pos < READ) {
+        // The member goes on past the window: once more with a full window from its start.
+        return this.#win.ensure(pos, READ).then((b) => this.#inflate(pos, headerLength, sl, b, b.subarray(headerLength), true));
       }
+      return this.#inflateFailed(pos, headerLength, e, wholeBySl);
     }
+    const tpos = pos + headerLength + r.engine.bytesWritten;
+    const t = buf.subarray(tpos - pos, tpos - pos + 8);
+    if (t.length < 8) return this.#win.ensure(tpos, 8).then((b) => this.#checkTrailer(pos, tpos, r.buffer, b.subarray(0, 8)));
+    return this.#checkTrailer(pos, tpos, r.buffer, t);
   }
 
   /** A member the synchronous inflate could not take: truncated, too large for one call (it streams), or damaged. */
-  async #inflateFailed(pos: number, headerLength: number, failure: unknown, wholeBySl: boolean): Promise<Break | null> {
+  #inflateFailed(pos: number, headerLength: number, failure: unknown, wholeBySl: boolean): Now<Break | null> {
     const code = (failure as { code?: string }).code;
     if (code === "Z_BUF_ERROR") {
       // The input ended inside the deflate data.
@@ -196,11 +185,8 @@ export class GzipSource implements Source {
     return this.#resyncAfter(pos);
   }
 
-  /** CRC32 and ISIZE of an inflated member against its trailer; its data when they match (null when empty). */
-  async #checkTrailer(pos: number, headerLength: number, out: Buffer, used: number, buf: Buffer): Promise<Seg | Break | null> {
-    const tpos = pos + headerLength + used;
-    let t = buf.subarray(headerLength + used, headerLength + used + 8);
-    if (t.length < 8) t = (await this.#win.ensure(tpos, 8)).subarray(0, 8);
+  /** CRC32 and ISIZE of member `pos`, inflated to `out`, against its trailer `t` at `tpos`; its data when they match (null when empty). */
+  #checkTrailer(pos: number, tpos: number, out: Buffer, t: Buffer): Seg | Break | null {
     if (t.length < 8) {
       this.#damage(pos, "truncated: the file ends inside a gzip member trailer");
       return this.#truncated(pos, null);

@@ -44,6 +44,13 @@ export interface Source {
   close(): Promise<void>;
 }
 
+/**
+ * A result given at once when the bytes it needs are at hand (the common case), else a promise
+ * of it. Every `await` is a trip through the microtask queue; a record takes several steps and
+ * the reader's speed (scripts/bench-reader.mjs) depends on not paying that trip per step.
+ */
+export type Now<T> = T | Promise<T>;
+
 /** Read `len` bytes at `pos` into `buf` at `off` (fewer only at the end of the file). */
 export async function readFully(fh: FileHandle, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
   let have = 0;

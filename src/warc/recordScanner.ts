@@ -12,7 +12,7 @@
 import { WARC_1, type Cursor, type Status } from "./cursor.js";
 import { CRLF2, fieldGetter, findHeadEnd, MAX_HEAD, parseFields, type HeadEnd, type ParsedFields } from "./headerFields.js";
 import type { ProblemLog } from "./readProblems.js";
-import type { Member } from "./readSource.js";
+import type { Member, Now } from "./readSource.js";
 import type { RecordInit } from "./warcRecord.js";
 
 /** Bytes after a record searched for the next `WARC/1.`; up to JUNK_WARN_MAX of them are only a warning. */
@@ -55,6 +55,7 @@ interface Block {
   kept: boolean;
 }
 
+/** Reads the records off a cursor one at a time, reporting what it passes over to the log. */
 export class RecordScanner {
   readonly #cur: Cursor;
   readonly #opts: ScanOptions;
@@ -71,53 +72,44 @@ export class RecordScanner {
     this.#log = log;
   }
 
-  /** The next record that reads whole; null at the end of the file. */
+  /**
+   * The next record that reads whole; null at the end of the file. Each step gives its result at
+   * once when the bytes are at hand and a promise only when it has to wait (see `Now`).
+   */
   async next(): Promise<RecordInit | null> {
+    const cur = this.#cur;
     for (;;) {
-      const r = await this.#record();
-      if (r === "end") return null;
-      if (r !== "again") return r;
+      const st = await cur.need(1);
+      if (st === "eof") return null;
+      if (st === "break") {
+        this.#passBreak();
+        continue;
+      }
+      let start = this.#recordStart();
+      if (start instanceof Promise) start = await start;
+      if (start === "again") continue;
+      let header = this.#header(start);
+      if (header instanceof Promise) header = await header;
+      if (header === "end") return null;
+      if (header === "again") continue;
+      let block = this.#block(start, header.contentLength);
+      if (block instanceof Promise) block = await block;
+      if (block === "end") return null;
+      if (block === "again") continue;
+      let trailer = this.#trailer();
+      if (trailer instanceof Promise) trailer = await trailer;
+      const endM = cur.last!;
+
+      // 5. Where the last member ends (a streaming member learns it when the next data arrives).
+      if (this.#opts.gzip && endM.uend < 0) await cur.need(1);
+      const bm = cur.breakMember();
+      if (bm && (bm === start.m || bm === endM)) {
+        // Its member turned out damaged (reported): drop the record.
+        this.#passBreak();
+        continue;
+      }
+      return this.#found(start, endM, header, block, trailer);
     }
-  }
-
-  async #record(): Promise<RecordInit | NoRecord> {
-    const start = await this.#recordStart();
-    if (typeof start === "string") return start;
-    const header = await this.#header(start);
-    if (typeof header === "string") return header;
-    const block = await this.#block(start, header.contentLength);
-    if (typeof block === "string") return block;
-    const trailer = await this.#trailer();
-    const endM = this.#cur.last!;
-
-    // 5. Where the last member ends (a streaming member learns it when the next data arrives).
-    if (this.#opts.gzip && endM.uend < 0) await this.#cur.need(1);
-    const bm = this.#cur.breakMember();
-    if (bm && (bm === start.m || bm === endM)) {
-      // Its member turned out damaged (reported): drop the record.
-      return this.#passBreak();
-    }
-
-    const { offset, length, aligned } = this.#placement(start, endM, header);
-    if (trailer < 4) this.#log.warn(offset, "record not followed by CRLF CRLF");
-    this.#afterRecord = { offset };
-    this.#afterBreak = false;
-    const { gzip, file } = this.#opts;
-    const { fields, contentLength, headerLength } = header;
-    return {
-      file,
-      gzip,
-      offset,
-      length,
-      aligned,
-      fields,
-      contentLength,
-      headerLength,
-      trailerOk: trailer === 4,
-      block: block.data,
-      blockKept: block.kept,
-      reread: gzip ? { cstart: start.m.cstart, skip: start.u - start.m.ustart + headerLength } : { cstart: 0, skip: start.u + headerLength },
-    };
   }
 
   /** Data was lost here (reported already): go on after it; what follows does not continue a record. */
@@ -129,11 +121,8 @@ export class RecordScanner {
   }
 
   /** 1. Past blank lines between records (trailers of records with too-short Content-Length, padding) to a `WARC/` line. */
-  async #recordStart(): Promise<RecordStart | NoRecord> {
+  #recordStart(): Now<RecordStart | "again"> {
     const cur = this.#cur;
-    const st = await cur.need(1);
-    if (st === "eof") return "end";
-    if (st === "break") return this.#passBreak();
     let f = cur.first();
     let ws = 0;
     while (ws < f.length && (f[ws] === 13 || f[ws] === 10)) ws++;
@@ -144,11 +133,12 @@ export class RecordScanner {
     }
     const m = cur.member();
     const start = { m, u: cur.u, offset: this.#opts.gzip ? m.cstart : cur.u };
-    let lead = f;
-    if (lead.length < 5) {
-      await cur.need(5);
-      lead = cur.view(Math.min(5, cur.avail));
-    }
+    if (f.length < 5) return cur.peek(5).then((lead) => this.#checkLead(start, lead));
+    return this.#checkLead(start, f);
+  }
+
+  /** A record starts with `WARC/`. */
+  #checkLead(start: RecordStart, lead: Buffer): Now<RecordStart | "again"> {
     if (!(lead.length >= 5 && lead[0] === 0x57 && lead.subarray(0, 5).equals(WARC_SLASH))) return this.#notARecord(start, lead);
     this.#afterRecord = null;
     return start;
@@ -175,48 +165,23 @@ export class RecordScanner {
   }
 
   /** 2. The WARC header section and its Content-Length; the cursor is left at the block. */
-  async #header(start: RecordStart): Promise<WarcHeader | NoRecord> {
-    const cur = this.#cur;
-    const { head, he, st } = await this.#headEnd();
-    if (!he) return this.#headerUnended(start, st);
-    const fields = parseFields(head.subarray(0, he.end).toString("utf8"));
-    if (!/^WARC\/\d+\.\d+$/.test(fields.firstLine)) return this.#unparsable(start, `not a WARC record (first line ${JSON.stringify(fields.firstLine.slice(0, 40))})`);
-    const clRaw = fieldGetter(fields.lower, fields.values).get("content-length");
-    if (clRaw === null || !/^\d+$/.test(clRaw) || !Number.isSafeInteger(Number(clRaw))) {
-      return this.#unparsable(start, clRaw === null ? "WARC record without Content-Length" : `invalid Content-Length ${JSON.stringify(clRaw)}`);
-    }
-    const cl = Number(clRaw);
-    const headerLength = he.end + he.sep;
-    cur.advance(headerLength);
-    if (this.#opts.gzip && start.m.uend >= 0 && cur.u + cl > start.m.uend && (await cur.nextMemberStartsWith(start.m, WARC_SLASH))) {
-      // A record may continue in the next member, but not when that one starts a record.
-      this.#log.error(start.offset, `Content-Length ${cl} runs past the end of its gzip member`);
-      await cur.dropMember(start.m);
-      return "again";
-    }
-    if (!this.#opts.gzip && cur.u + cl > this.#opts.size) {
-      this.#log.error(start.offset, `truncated: the file ends inside the record (Content-Length ${cl})`);
-      await cur.scanToWarcLine();
-      return "again";
-    }
-    return { fields, contentLength: cl, headerLength };
+  #header(start: RecordStart): Now<WarcHeader | NoRecord> {
+    const head = this.#cur.first();
+    const he = findHeadEnd(head.length > MAX_HEAD ? head.subarray(0, MAX_HEAD) : head);
+    if (he) return this.#parseHeader(start, head, he);
+    if (head.length >= MAX_HEAD) return this.#headerUnended(start, "ok");
+    return this.#readHeadEnd(head.length).then((r) => (r.he ? this.#parseHeader(start, r.head, r.he) : this.#headerUnended(start, r.st)));
   }
 
-  /** The header section at the cursor and where it ends, reading on (up to MAX_HEAD) until it does; else why not. */
-  async #headEnd(): Promise<{ head: Buffer; he: HeadEnd | null; st: Status }> {
+  /** A header section that does not end in the current segment: read on (up to MAX_HEAD) until it does, else say why not. */
+  async #readHeadEnd(have: number): Promise<{ head: Buffer; he: HeadEnd | null; st: Status }> {
     const cur = this.#cur;
-    let st: Status = "ok";
-    let head = cur.first();
-    let he = findHeadEnd(head.length > MAX_HEAD ? head.subarray(0, MAX_HEAD) : head);
-    if (!he && head.length < MAX_HEAD) {
-      for (let n = Math.max(16 * 1024, head.length * 2); ; n = Math.min(n * 4, MAX_HEAD)) {
-        st = await cur.need(n);
-        head = cur.view(Math.min(n, cur.avail));
-        he = findHeadEnd(head);
-        if (he || st !== "ok" || n >= MAX_HEAD) break;
-      }
+    for (let n = Math.max(16 * 1024, have * 2); ; n = Math.min(n * 4, MAX_HEAD)) {
+      const st = await cur.need(n);
+      const head = cur.view(Math.min(n, cur.avail));
+      const he = findHeadEnd(head);
+      if (he || st !== "ok" || n >= MAX_HEAD) return { head, he, st };
     }
-    return { head, he, st };
   }
 
   /** A header section with no end: the file ends inside it, damage cuts it, or it is too long. */
@@ -228,6 +193,34 @@ export class RecordScanner {
     return "again";
   }
 
+  /** The header section's fields and Content-Length, checked against the member and the file. */
+  #parseHeader(start: RecordStart, head: Buffer, he: HeadEnd): Now<WarcHeader | NoRecord> {
+    const cur = this.#cur;
+    const fields = parseFields(head.subarray(0, he.end).toString("utf8"));
+    if (!/^WARC\/\d+\.\d+$/.test(fields.firstLine)) return this.#unparsable(start, `not a WARC record (first line ${JSON.stringify(fields.firstLine.slice(0, 40))})`);
+    const clRaw = fieldGetter(fields.lower, fields.values).get("content-length");
+    if (clRaw === null || !/^\d+$/.test(clRaw) || !Number.isSafeInteger(Number(clRaw))) {
+      return this.#unparsable(start, clRaw === null ? "WARC record without Content-Length" : `invalid Content-Length ${JSON.stringify(clRaw)}`);
+    }
+    const header = { fields, contentLength: Number(clRaw), headerLength: he.end + he.sep };
+    cur.advance(header.headerLength);
+    if (this.#opts.gzip && start.m.uend >= 0 && cur.u + header.contentLength > start.m.uend) return this.#pastMember(start, header);
+    if (!this.#opts.gzip && cur.u + header.contentLength > this.#opts.size) {
+      this.#log.error(start.offset, `truncated: the file ends inside the record (Content-Length ${header.contentLength})`);
+      return cur.scanToWarcLine().then(() => "again" as const);
+    }
+    return header;
+  }
+
+  /** A Content-Length that runs past the record's gzip member. */
+  async #pastMember(start: RecordStart, header: WarcHeader): Promise<WarcHeader | "again"> {
+    // A record may continue in the next member, but not when that one starts a record.
+    if (!(await this.#cur.nextMemberStartsWith(start.m, WARC_SLASH))) return header;
+    this.#log.error(start.offset, `Content-Length ${header.contentLength} runs past the end of its gzip member`);
+    await this.#cur.dropMember(start.m);
+    return "again";
+  }
+
   /** A record start whose header does not parse: reported, and passed. */
   async #unparsable(start: RecordStart, reason: string): Promise<"again"> {
     this.#log.error(start.offset, reason);
@@ -236,14 +229,19 @@ export class RecordScanner {
   }
 
   /** 3. The block: a view when it lies in one segment, a copy when it is small, else only its start. */
-  async #block(start: RecordStart, cl: number): Promise<Block | NoRecord> {
-    const cur = this.#cur;
-    const { keepBlockBytes: keep, prefixBytes } = this.#opts;
-    const f = cur.first();
-    if (f.length >= cl && cl <= keep) {
-      cur.advance(cl);
+  #block(start: RecordStart, cl: number): Now<Block | NoRecord> {
+    const f = this.#cur.first();
+    if (f.length >= cl && cl <= this.#opts.keepBlockBytes) {
+      this.#cur.advance(cl);
       return { data: f.subarray(0, cl), kept: true };
     }
+    return this.#blockAcross(start, cl);
+  }
+
+  /** A block that goes on past the current segment. */
+  async #blockAcross(start: RecordStart, cl: number): Promise<Block | NoRecord> {
+    const cur = this.#cur;
+    const { keepBlockBytes: keep, prefixBytes } = this.#opts;
     if (cl <= keep) {
       const st = await cur.need(cl);
       if (st !== "ok") return this.#incomplete(start, st);
@@ -266,20 +264,44 @@ export class RecordScanner {
   }
 
   /** 4. The trailer: CRLF CRLF, or as much of it as there is (how many of its 4 bytes). */
-  async #trailer(): Promise<number> {
-    const cur = this.#cur;
-    let f = cur.first();
-    if (f.length < 4) {
-      await cur.need(4);
-      f = cur.view(Math.min(4, cur.avail));
-    }
+  #trailer(): Now<number> {
+    const f = this.#cur.first();
+    if (f.length < 4) return this.#cur.peek(4).then((b) => this.#takeTrailer(b));
+    return this.#takeTrailer(f);
+  }
+
+  #takeTrailer(f: Buffer): number {
     let k = 0;
     while (k < 4 && k < f.length && f[k] === CRLF2[k]) k++;
-    if (k > 0) cur.advance(k);
+    if (k > 0) this.#cur.advance(k);
     return k;
   }
 
-  /** 6. Where the record lies on disk: its gzip member(s), or its header and block in a plain file. */
+  /** 6. The record read whole: where it lies on disk; the warnings it brings. */
+  #found(start: RecordStart, endM: Member, header: WarcHeader, block: Block, trailer: number): RecordInit {
+    const { offset, length, aligned } = this.#placement(start, endM, header);
+    if (trailer < 4) this.#log.warn(offset, "record not followed by CRLF CRLF");
+    this.#afterRecord = { offset };
+    this.#afterBreak = false;
+    const { gzip, file } = this.#opts;
+    const { fields, contentLength, headerLength } = header;
+    return {
+      file,
+      gzip,
+      offset,
+      length,
+      aligned,
+      fields,
+      contentLength,
+      headerLength,
+      trailerOk: trailer === 4,
+      block: block.data,
+      blockKept: block.kept,
+      reread: gzip ? { cstart: start.m.cstart, skip: start.u - start.m.ustart + headerLength } : { cstart: 0, skip: start.u + headerLength },
+    };
+  }
+
+  /** Where the record lies on disk: its gzip member(s), or its header and block in a plain file. */
   #placement(start: RecordStart, endM: Member, header: WarcHeader): { offset: number; length: number; aligned: boolean } {
     if (!this.#opts.gzip) return { offset: start.u, length: header.headerLength + header.contentLength, aligned: true };
     const cur = this.#cur;
