@@ -18,7 +18,7 @@ import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
 import type { DedupStore } from "../dedup/types.js";
 import { buildIndex, mergeIndexesTo, mergeIndexesToFile, writeLinesTo, writeLinesToFile, type BuildProgress } from "../index/build.js";
 import type { ByteMergeProgress } from "../index/byteMerge.js";
-import type { WarcReadProblem } from "../warc/reader.js";
+import type { WarcReadProblem } from "../warc/readProblems.js";
 
 export const INDEX_HELP = `lathe index --dedup-db FILE [--bucket NAME] WARC...
                         load existing WARC files (lathe's and other tools') into the dedup index

@@ -6,7 +6,7 @@
 import { open, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { errorMessage } from "../core/errors.js";
-import { WarcReadError, type WarcReadProblem } from "../warc/reader.js";
+import { WarcReadError, type WarcReadProblem } from "../warc/readProblems.js";
 import { CDX11_HEADER, formatCdx11, formatCdxj, indexWarc } from "./cdxj.js";
 import { mergeIndexFiles, type ByteMergeOptions } from "./byteMerge.js";
 import { ExternalSorter, type ExternalSortOptions } from "./sortMerge.js";

@@ -14,7 +14,7 @@ import {
 } from "../../src/index/cdxj.js";
 import { methodQuery, pyNumberStr, queryFromBody, quotePlus, unquotePlus } from "../../src/index/postQuery.js";
 import { gzipSync } from "node:zlib";
-import { parseHttpHead } from "../../src/warc/reader.js";
+import { parseHttpHead } from "../../src/warc/httpHead.js";
 
 const b = (s: string | Buffer) => (typeof s === "string" ? Buffer.from(s, "utf8") : s);
 
