@@ -15,19 +15,12 @@ const COLUMNS = `e.seq, e.alg, e.digest, e.url, e.date, e.record_id AS recordId,
   (SELECT name FROM files WHERE id = e.file) AS filename,
   e.offset, e.length, e.status, e.etag, e.last_modified AS lastModified`;
 
-interface Row {
+/** An entry as the lookups read it: the digest's algorithm as its code, the record id packed. */
+interface Row extends Pick<DedupEntry, "url" | "date" | "filename" | "offset" | "length" | "status" | "etag" | "lastModified"> {
   seq: number;
   alg: number;
   digest: Buffer;
-  url: string;
-  date: string;
   recordId: string | Buffer | null;
-  filename: string | null;
-  offset: number | null;
-  length: number | null;
-  status: number | null;
-  etag: string | null;
-  lastModified: string | null;
 }
 
 type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;

@@ -28,6 +28,19 @@ interface BatchKeys {
   tag: Uint16Array;
 }
 
+/** Rows (key, seq[, tag]) for the `n` keys of a batch whose first entry is seq `first`, in key order. */
+function stage(rows: Inserter, keys: Float64Array, tags: Uint16Array | null, n: number, first: number): void {
+  const p = rows.p;
+  rows.reset();
+  inKeyOrder(keys, n, (i) => {
+    const at = rows.slot();
+    p[at] = keys[i];
+    p[at + 1] = first + i;
+    if (tags) p[at + 2] = tags[i];
+  });
+  rows.finish();
+}
+
 type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
 
 export class SqliteWrites {
@@ -119,25 +132,8 @@ export class SqliteWrites {
 
   /** Put the batch's keys into the *_new trees, in key order. */
   #stageKeys(keys: BatchKeys, n: number, first: number): void {
-    const byDigest = this.#insByDigest;
-    const pd = byDigest.p;
-    byDigest.reset();
-    inKeyOrder(keys.digest, n, (i) => {
-      const at = byDigest.slot();
-      pd[at] = keys.digest[i];
-      pd[at + 1] = first + i;
-    });
-    byDigest.finish();
-    const byUrl = this.#insByUrl;
-    const pu = byUrl.p;
-    byUrl.reset();
-    inKeyOrder(keys.url, n, (i) => {
-      const at = byUrl.slot();
-      pu[at] = keys.url[i];
-      pu[at + 1] = first + i;
-      pu[at + 2] = keys.tag[i];
-    });
-    byUrl.finish();
+    stage(this.#insByDigest, keys.digest, null, n, first);
+    stage(this.#insByUrl, keys.url, keys.tag, n, first);
   }
 
   /** After a batch of `n`: count it, and move staged keys to the big trees as the bound asks. */
