@@ -2,7 +2,8 @@ import { ProxyError } from "../core/errors.js";
 import type { DigestAlgorithm } from "../warc/digest.js";
 import type { DigestKey } from "./types.js";
 
-const LENGTHS: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
+/** Digest lengths in bytes: parseDigest refuses other lengths, and a store given one has a caller's bug. */
+export const DIGEST_BYTES: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
 const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
 function fromBase32(s: string): Buffer | null {
@@ -32,7 +33,7 @@ export function parseDigest(value: string): DigestKey | null {
   if (!m) return null;
   const alg: DigestAlgorithm = m[1]!.toLowerCase().replace("-", "") === "sha1" ? "sha1" : "sha256";
   const text = m[2]!;
-  const want = LENGTHS[alg];
+  const want = DIGEST_BYTES[alg];
   let bytes: Buffer | null = null;
   if (/^[0-9a-f]+$/i.test(text) && text.length === want * 2) bytes = Buffer.from(text, "hex");
   else bytes = fromBase32(text);

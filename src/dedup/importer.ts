@@ -88,12 +88,18 @@ function digestKeyString(d: DigestKey): string {
 }
 
 export async function importWarcs(files: string[], store: DedupStore, opts: ImportOptions): Promise<ImportSummary> {
-  const bucket = opts.bucket;
-  const batchSize = Math.max(1, opts.batchSize ?? DEFAULT_BATCH);
-  const log = opts.log;
-  const summary: ImportSummary = {
+  const sizes = await Promise.all(files.map((f) => stat(f).then((s) => (s.isFile() ? s.size : 0), () => 0)));
+  const run = new WarcImport(files, sizes, store, opts);
+  for (let i = 0; i < files.length; i++) await run.importFile(i);
+  run.flush();
+  run.addRevisitOriginals();
+  return run.summary;
+}
+
+function emptySummary(bucket: string, files: number): ImportSummary {
+  return {
     bucket,
-    files: files.length,
+    files,
     filesWithErrors: 0,
     bytes: 0,
     records: 0,
@@ -106,40 +112,45 @@ export async function importWarcs(files: string[], store: DedupStore, opts: Impo
     errors: [],
     warnings: [],
   };
-  const skip = (r: SkipReason) => {
-    summary.skipped[r] = (summary.skipped[r] ?? 0) + 1;
-    summary.skippedTotal++;
-  };
+}
 
-  const sizes = await Promise.all(files.map((f) => stat(f).then((s) => (s.isFile() ? s.size : 0), () => 0)));
-  const bytesTotal = sizes.reduce((a, b) => a + b, 0);
-  let bytesBefore = 0;
+/** Importing the same file again adds nothing: its entries are in the store (flushed after each file). */
+function sameRecord(o: DedupEntry, e: DedupEntry): boolean {
+  return o.filename === e.filename && o.offset === e.offset && o.length === e.length;
+}
 
-  let batch: DedupEntry[] = [];
-  const flush = () => {
-    if (batch.length === 0) return;
-    store.add(batch);
-    summary.entriesAdded += batch.length;
-    batch = [];
-  };
-  const push = (e: DedupEntry) => {
-    batch.push(e);
-    if (batch.length >= batchSize) flush();
-  };
-
-  /** Importing the same file again adds nothing: its entries are in the store (flushed after each file). */
-  const same = (o: DedupEntry, e: DedupEntry) => o.filename === e.filename && o.offset === e.offset && o.length === e.length;
-  const inStore = (e: DedupEntry): boolean => {
-    const latest = store.byUrlAndDigest(bucket, e.url, e.digest);
-    if (latest === null) return false;
-    return same(latest, e) || store.byUrl(bucket, e.url, 64).some((o) => same(o, e));
-  };
-
+/** One importWarcs call: the summary so far, the batch not yet added, the revisits' originals. */
+class WarcImport {
+  readonly summary: ImportSummary;
+  readonly #files: string[];
+  readonly #sizes: number[];
+  readonly #bytesTotal: number;
+  /** Sizes of the files before the current one. */
+  #bytesBefore = 0;
+  readonly #store: DedupStore;
+  readonly #opts: ImportOptions;
+  readonly #bucket: string;
+  readonly #batchSize: number;
+  #batch: DedupEntry[] = [];
   /** Originals named by revisits, resolved once every response is in the store. */
-  const pending = new Map<string, DedupEntry>();
+  readonly #pending = new Map<string, DedupEntry>();
 
-  for (let i = 0; i < files.length; i++) {
-    const path = files[i]!;
+  constructor(files: string[], sizes: number[], store: DedupStore, opts: ImportOptions) {
+    this.#files = files;
+    this.#sizes = sizes;
+    this.#bytesTotal = sizes.reduce((a, b) => a + b, 0);
+    this.#store = store;
+    this.#opts = opts;
+    this.#bucket = opts.bucket;
+    this.#batchSize = Math.max(1, opts.batchSize ?? DEFAULT_BATCH);
+    this.summary = emptySummary(opts.bucket, files.length);
+  }
+
+  /** Read file `i` to its end (or its damage), then add its entries. */
+  async importFile(i: number): Promise<void> {
+    const path = this.#files[i]!;
+    const summary = this.summary;
+    const log = this.#opts.log;
     const filename = basename(path);
     let fileErrors = 0;
     const onError = (p: WarcReadProblem) => {
@@ -152,77 +163,98 @@ export async function importWarcs(files: string[], store: DedupStore, opts: Impo
       log?.debug("dedup-import-warning", { file: p.file, offset: p.offset, reason: p.reason });
     };
     const reader = readWarcRecords(path, { onError, onWarning, prefixBytes: 64 * 1024 });
-    const progress = () =>
-      opts.onProgress?.({
-        file: path,
-        fileIndex: i,
-        filesDone: i,
-        files: files.length,
-        bytesDone: bytesBefore + reader.position,
-        bytesTotal,
-        records: summary.records,
-        entriesAdded: summary.entriesAdded + batch.length,
-        errors: summary.errors.length,
-      });
+    const progress = () => this.#progress(i, i, this.#bytesBefore + reader.position);
     progress();
     let fileRecords = 0;
     try {
       for await (const rec of reader) {
         summary.records++;
         fileRecords++;
-        if (rec.warcType === "response") {
-          summary.responses++;
-          const e = responseEntry(rec, bucket, filename);
-          if (typeof e === "string") skip(e);
-          else if (inStore(e)) skip("already-in-store");
-          else push(e);
-        } else if (rec.warcType === "revisit") {
-          summary.revisits++;
-          const r = revisitOriginal(rec, bucket);
-          if (typeof r === "string") skip(r);
-          else {
-            const key = `${digestKeyString(r.digest)} ${r.date} ${r.url}`;
-            if (pending.has(key)) skip("revisit-duplicate");
-            else pending.set(key, r);
-          }
-        }
+        this.#record(rec, filename);
         progress();
       }
     } catch (e) {
       const p = e instanceof WarcReadError ? { file: e.file, offset: e.offset, reason: e.reason } : { file: path, offset: reader.position, reason: errorMessage(e) };
       onError(p);
     }
-    flush();
+    this.flush();
     if (fileErrors > 0) summary.filesWithErrors++;
     summary.bytes += reader.size;
-    bytesBefore += sizes[i]!;
+    this.#bytesBefore += this.#sizes[i]!;
     log?.info("dedup-import-file", { file: path, records: fileRecords, errors: fileErrors });
-    opts.onProgress?.({
-      file: path,
-      fileIndex: i,
-      filesDone: i + 1,
-      files: files.length,
-      bytesDone: bytesBefore,
-      bytesTotal,
-      records: summary.records,
-      entriesAdded: summary.entriesAdded + batch.length,
-      errors: summary.errors.length,
+    this.#progress(i, i + 1, this.#bytesBefore);
+  }
+
+  #record(rec: WarcRecord, filename: string): void {
+    const summary = this.summary;
+    if (rec.warcType === "response") {
+      summary.responses++;
+      const e = responseEntry(rec, this.#bucket, filename);
+      if (typeof e === "string") this.#skip(e);
+      else if (this.#inStore(e)) this.#skip("already-in-store");
+      else this.#push(e);
+    } else if (rec.warcType === "revisit") {
+      summary.revisits++;
+      const r = revisitOriginal(rec, this.#bucket);
+      if (typeof r === "string") this.#skip(r);
+      else {
+        const key = `${digestKeyString(r.digest)} ${r.date} ${r.url}`;
+        if (this.#pending.has(key)) this.#skip("revisit-duplicate");
+        else this.#pending.set(key, r);
+      }
+    }
+  }
+
+  /** Revisits whose original is neither among the imported records nor already in the store. */
+  addRevisitOriginals(): void {
+    for (const e of this.#pending.values()) {
+      const have = this.#store.byUrlAndDigest(this.#bucket, e.url, e.digest);
+      if (have && (have.filename !== null || have.date === e.date)) {
+        this.#skip("revisit-original-present");
+        continue;
+      }
+      this.#push(e);
+      this.summary.entriesFromRevisits++;
+    }
+    this.flush();
+  }
+
+  #progress(fileIndex: number, filesDone: number, bytesDone: number): void {
+    this.#opts.onProgress?.({
+      file: this.#files[fileIndex]!,
+      fileIndex,
+      filesDone,
+      files: this.#files.length,
+      bytesDone,
+      bytesTotal: this.#bytesTotal,
+      records: this.summary.records,
+      entriesAdded: this.summary.entriesAdded + this.#batch.length,
+      errors: this.summary.errors.length,
     });
   }
-  flush();
 
-  // Revisits whose original is neither among the imported records nor already in the store.
-  for (const e of pending.values()) {
-    const have = store.byUrlAndDigest(bucket, e.url, e.digest);
-    if (have && (have.filename !== null || have.date === e.date)) {
-      skip("revisit-original-present");
-      continue;
-    }
-    push(e);
-    summary.entriesFromRevisits++;
+  #skip(r: SkipReason): void {
+    this.summary.skipped[r] = (this.summary.skipped[r] ?? 0) + 1;
+    this.summary.skippedTotal++;
   }
-  flush();
-  return summary;
+
+  #inStore(e: DedupEntry): boolean {
+    const latest = this.#store.byUrlAndDigest(this.#bucket, e.url, e.digest);
+    if (latest === null) return false;
+    return sameRecord(latest, e) || this.#store.byUrl(this.#bucket, e.url, 64).some((o) => sameRecord(o, e));
+  }
+
+  #push(e: DedupEntry): void {
+    this.#batch.push(e);
+    if (this.#batch.length >= this.#batchSize) this.flush();
+  }
+
+  flush(): void {
+    if (this.#batch.length === 0) return;
+    this.#store.add(this.#batch);
+    this.summary.entriesAdded += this.#batch.length;
+    this.#batch = [];
+  }
 }
 
 /** The entry a response gives, or why it gives none. */

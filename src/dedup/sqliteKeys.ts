@@ -13,8 +13,6 @@ import type { DigestAlgorithm } from "../warc/digest.js";
 /** Algorithm codes stored in `entries.alg`. */
 export const ALG_CODE: Record<DigestAlgorithm, number> = { sha1: 1, sha256: 2 };
 export const ALG_NAME: Record<number, DigestAlgorithm> = { 1: "sha1", 2: "sha256" };
-/** Digest lengths in bytes; a digest of another length is a caller's bug. */
-export const DIGEST_BYTES: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
 
 const TWO32 = 0x1_0000_0000;
 /** Keys lie in [0, KEY_SPACE). */

@@ -134,136 +134,17 @@ export async function runRecording(lathe: RecorderLathe, o: RecordOptions): Prom
     rejectInvalidCerts: !o.acceptInvalidCerts,
     denyHosts: chromiumServiceHosts(),
   });
-  const pages: PageResult[] = [];
-  const resourceFiles = new Set<string>();
   let browser: RecordingBrowser | null = null;
+  let recording: Recording | null = null;
   let interrupted = false;
-  let info: RecordResult["browser"] = null;
   let failure: { error: unknown } | null = null;
   try {
     out(`session ${session.id} on ${session.proxyUrl}, collection "${o.collection}"\n`);
     browser = await launchRecordingBrowser({ executablePath: o.browser, headless: o.headless, proxyUrl: session.proxyUrl, spkiSha256Base64: lathe.ca.spkiSha256Base64 });
-    info = { name: browser.name, version: browser.version, userAgent: browser.userAgent };
     out(`browser: ${browser.name} ${browser.version}${o.headless ? " (headless)" : ""}, fresh profile, lathe's CA trusted by SPKI for this browser only\n`);
-    const b = browser;
-    const interactive = o.interactive ?? !o.headless;
-
-    /** Screenshots of a loaded document, written as resources; fills `r`. */
-    const capture = async (page: Page, doc: PageDoc, r: PageResult): Promise<void> => {
-      r.title = await page.title().catch(() => null);
-      if (doc.latheError) {
-        r.error = `lathe error page${r.title ? `: ${JSON.stringify(r.title)}` : ""}`;
-        return;
-      }
-      let shots: Screenshots;
-      try {
-        shots = await takeScreenshots(page);
-      } catch (e) {
-        r.error = `screenshot failed: ${errorMessage(e).split("\n")[0]}`;
-        return;
-      }
-      const context = (variant: "view" | "thumbnail") => ({
-        kind: "screenshot",
-        variant,
-        mode: "parallel",
-        capturedAt: formatWarcDate(shots.takenMicros, "1.1"),
-        browser: { name: b.name, version: b.version, ...(b.userAgent ? { userAgent: b.userAgent } : {}) },
-        viewport: shots.viewport,
-        tool: `lathe-record/${VERSION}`,
-      });
-      try {
-        r.view = await facade.writeResource({ collection: o.collection, kind: "view", page: doc.url, contentType: "image/png", body: Readable.from([shots.view]), length: shots.view.length, context: context("view") });
-        r.thumbnail = await facade.writeResource({ collection: o.collection, kind: "thumbnail", page: doc.url, contentType: "image/jpeg", body: Readable.from([shots.thumbnail]), length: shots.thumbnail.length, context: context("thumbnail") });
-        resourceFiles.add(r.view.filename).add(r.thumbnail.filename);
-      } catch (e) {
-        r.error = `writing the screenshots failed: ${errorMessage(e)}`;
-        return;
-      }
-      r.pageRecordId = lathe.archiver.pageRecord(prefix, doc.url, LINK_WINDOW_MS)?.id ?? null;
-      if (!r.pageRecordId) r.error = "the page's own response was not recorded (screenshots written unlinked)";
-    };
-
-    const report = (r: PageResult) => {
-      r.ok = r.error === null && r.status !== null && r.status < 400 && !r.latheError && r.view !== null && r.thumbnail !== null && r.pageRecordId !== null;
-      if (r.ok) out(`ok    ${r.status} ${r.finalUrl}  (view ${kb(r.view!.length)}, thumbnail ${kb(r.thumbnail!.length)})\n`);
-      else out(`FAIL  ${r.status ?? "---"} ${r.finalUrl ?? r.url}  ${r.error ?? (r.status !== null && r.status >= 400 ? `HTTP ${r.status}` : "")}\n`);
-      pages.push(r);
-    };
-    const blank = (url: string): PageResult => ({ url, finalUrl: null, status: null, latheError: false, title: null, pageRecordId: null, view: null, thumbnail: null, ok: false, error: null });
-
-    if (!interactive) {
-      for (const url of o.urls) {
-        if (o.signal?.aborted) {
-          interrupted = true;
-          break;
-        }
-        const r = blank(url);
-        const page = await b.context.newPage();
-        try {
-          const resp = await page.goto(url, { waitUntil: "load", timeout: o.pageTimeoutMs });
-          if (!resp) {
-            r.error = "no response (the navigation did not load a document)";
-          } else {
-            const doc = documentOf(resp);
-            Object.assign(r, { finalUrl: doc.url, status: doc.status, latheError: doc.latheError });
-            await settle(page, o);
-            await capture(page, doc, r);
-          }
-        } catch (e) {
-          r.error = errorMessage(e).split("\n")[0]!;
-        } finally {
-          await page.close().catch(() => undefined);
-        }
-        report(r);
-      }
-      if (o.signal?.aborted) interrupted = true;
-    } else {
-      // Interactive: every top-level document any tab loads, until the browser goes away.
-      const work = new Set<Promise<void>>();
-      const track = (p: Promise<void>) => {
-        work.add(p);
-        void p.finally(() => work.delete(p));
-      };
-      const watch = (page: Page) => {
-        let doc: PageDoc | null = null;
-        let chain = Promise.resolve();
-        page.on("response", (resp) => {
-          if (isMainDocument(page, resp) && !(resp.status() >= 300 && resp.status() < 400 && resp.headers().location)) doc = documentOf(resp);
-        });
-        page.on("load", () => {
-          const d = doc;
-          if (!d || !/^https?:/.test(d.url)) return;
-          chain = chain.then(async () => {
-            if (page.isClosed()) return;
-            await settle(page, o);
-            if (page.isClosed() || doc !== d) return; // navigated away meanwhile: that load gets its own turn
-            const r = blank(d.url);
-            Object.assign(r, { finalUrl: d.url, status: d.status, latheError: d.latheError });
-            await capture(page, d, r);
-            if (!page.isClosed() || r.view) report(r);
-          }).catch(() => undefined);
-          track(chain);
-        });
-      };
-      for (const p of b.context.pages()) watch(p);
-      b.context.on("page", watch);
-      const [first, ...rest] = o.urls;
-      const open = async (page: Page, url: string) => {
-        await page.goto(url, { waitUntil: "commit", timeout: o.pageTimeoutMs }).catch((e: unknown) => out(`FAIL  --- ${url}  ${errorMessage(e).split("\n")[0]}\n`));
-      };
-      if (first) await open(b.context.pages()[0] ?? (await b.context.newPage()), first);
-      for (const url of rest) await open(await b.context.newPage(), url);
-      out("recording: browse in the Chromium window; close it (or press Ctrl-C here) to finish\n");
-      // Closing the browser or Ctrl-C is how an interactive session ends: not an interruption.
-      await new Promise<void>((resolve) => {
-        b.context.once("close", () => resolve());
-        if (o.signal?.aborted) resolve();
-        o.signal?.addEventListener("abort", () => resolve());
-        o.onBrowser?.(b);
-      });
-      // Captures in progress finish (the browser may already be gone: then they fail fast).
-      await Promise.race([Promise.allSettled([...work]), new Promise((r) => setTimeout(r, 30_000).unref())]);
-    }
+    recording = new Recording(lathe, o, prefix, browser, out);
+    if (o.interactive ?? !o.headless) await recording.interactive();
+    else interrupted = await recording.headless();
   } catch (e) {
     failure = { error: e };
   } finally {
@@ -272,6 +153,161 @@ export async function runRecording(lathe: RecorderLathe, o: RecordOptions): Prom
   // The session is closed whatever happened: its captures finish and its files are closed.
   const summary = await facade.closeSession(session.id);
   if (failure) throw failure.error;
+  const { pages, resourceFiles, info } = recording!;
   const files = [...new Set([...summary.files, ...resourceFiles])].sort();
   return { sessionId: session.id, collection: o.collection, browser: info, pages, session: summary, files, warcDir: lathe.warcDir, interrupted };
+}
+
+function blank(url: string): PageResult {
+  return { url, finalUrl: null, status: null, latheError: false, title: null, pageRecordId: null, view: null, thumbnail: null, ok: false, error: null };
+}
+
+/** The pages of one session in one browser: visiting or watching them, their screenshots, their results. */
+class Recording {
+  readonly pages: PageResult[] = [];
+  /** Files the screenshots went to (the session's summary lists only its captures' files). */
+  readonly resourceFiles = new Set<string>();
+  readonly info: NonNullable<RecordResult["browser"]>;
+  readonly #lathe: RecorderLathe;
+  readonly #o: RecordOptions;
+  readonly #prefix: string;
+  readonly #b: RecordingBrowser;
+  readonly #out: (line: string) => void;
+
+  constructor(lathe: RecorderLathe, o: RecordOptions, prefix: string, b: RecordingBrowser, out: (line: string) => void) {
+    this.#lathe = lathe;
+    this.#o = o;
+    this.#prefix = prefix;
+    this.#b = b;
+    this.#out = out;
+    this.info = { name: b.name, version: b.version, userAgent: b.userAgent };
+  }
+
+  /** Visit each URL in turn; returns whether `signal` cut the list short. */
+  async headless(): Promise<boolean> {
+    const o = this.#o;
+    for (const url of o.urls) {
+      if (o.signal?.aborted) return true;
+      const r = blank(url);
+      const page = await this.#b.context.newPage();
+      try {
+        const resp = await page.goto(url, { waitUntil: "load", timeout: o.pageTimeoutMs });
+        if (!resp) {
+          r.error = "no response (the navigation did not load a document)";
+        } else {
+          const doc = documentOf(resp);
+          Object.assign(r, { finalUrl: doc.url, status: doc.status, latheError: doc.latheError });
+          await settle(page, o);
+          await this.#capture(page, doc, r);
+        }
+      } catch (e) {
+        r.error = errorMessage(e).split("\n")[0]!;
+      } finally {
+        await page.close().catch(() => undefined);
+      }
+      this.#report(r);
+    }
+    return o.signal?.aborted === true;
+  }
+
+  /** Interactive: every top-level document any tab loads, until the browser goes away. */
+  async interactive(): Promise<void> {
+    const { context } = this.#b;
+    const o = this.#o;
+    const work = new Set<Promise<void>>();
+    const track = (p: Promise<void>) => {
+      work.add(p);
+      void p.finally(() => work.delete(p));
+    };
+    for (const p of context.pages()) this.#watch(p, track);
+    context.on("page", (p) => this.#watch(p, track));
+    const [first, ...rest] = o.urls;
+    const open = async (page: Page, url: string) => {
+      await page.goto(url, { waitUntil: "commit", timeout: o.pageTimeoutMs }).catch((e: unknown) => this.#out(`FAIL  --- ${url}  ${errorMessage(e).split("\n")[0]}\n`));
+    };
+    if (first) await open(context.pages()[0] ?? (await context.newPage()), first);
+    for (const url of rest) await open(await context.newPage(), url);
+    this.#out("recording: browse in the Chromium window; close it (or press Ctrl-C here) to finish\n");
+    // Closing the browser or Ctrl-C is how an interactive session ends: not an interruption.
+    await new Promise<void>((resolve) => {
+      context.once("close", () => resolve());
+      if (o.signal?.aborted) resolve();
+      o.signal?.addEventListener("abort", () => resolve());
+      o.onBrowser?.(this.#b);
+    });
+    // Captures in progress finish (the browser may already be gone: then they fail fast).
+    await Promise.race([Promise.allSettled([...work]), new Promise((r) => setTimeout(r, 30_000).unref())]);
+  }
+
+  /** Capture each document `page` loads, one after the other; `track` keeps the work in flight. */
+  #watch(page: Page, track: (p: Promise<void>) => void): void {
+    let doc: PageDoc | null = null;
+    let chain = Promise.resolve();
+    page.on("response", (resp) => {
+      if (isMainDocument(page, resp) && !(resp.status() >= 300 && resp.status() < 400 && resp.headers().location)) doc = documentOf(resp);
+    });
+    page.on("load", () => {
+      const d = doc;
+      if (!d || !/^https?:/.test(d.url)) return;
+      chain = chain.then(async () => {
+        if (page.isClosed()) return;
+        await settle(page, this.#o);
+        if (page.isClosed() || doc !== d) return; // navigated away meanwhile: that load gets its own turn
+        const r = blank(d.url);
+        Object.assign(r, { finalUrl: d.url, status: d.status, latheError: d.latheError });
+        await this.#capture(page, d, r);
+        if (!page.isClosed() || r.view) this.#report(r);
+      }).catch(() => undefined);
+      track(chain);
+    });
+  }
+
+  /** Screenshots of a loaded document, written as resources; fills `r`. */
+  async #capture(page: Page, doc: PageDoc, r: PageResult): Promise<void> {
+    r.title = await page.title().catch(() => null);
+    if (doc.latheError) {
+      r.error = `lathe error page${r.title ? `: ${JSON.stringify(r.title)}` : ""}`;
+      return;
+    }
+    let shots: Screenshots;
+    try {
+      shots = await takeScreenshots(page);
+    } catch (e) {
+      r.error = `screenshot failed: ${errorMessage(e).split("\n")[0]}`;
+      return;
+    }
+    const { facade, archiver } = this.#lathe;
+    const collection = this.#o.collection;
+    const context = (variant: "view" | "thumbnail") => screenshotContext(this.#b, shots, variant);
+    try {
+      r.view = await facade.writeResource({ collection, kind: "view", page: doc.url, contentType: "image/png", body: Readable.from([shots.view]), length: shots.view.length, context: context("view") });
+      r.thumbnail = await facade.writeResource({ collection, kind: "thumbnail", page: doc.url, contentType: "image/jpeg", body: Readable.from([shots.thumbnail]), length: shots.thumbnail.length, context: context("thumbnail") });
+      this.resourceFiles.add(r.view.filename).add(r.thumbnail.filename);
+    } catch (e) {
+      r.error = `writing the screenshots failed: ${errorMessage(e)}`;
+      return;
+    }
+    r.pageRecordId = archiver.pageRecord(this.#prefix, doc.url, LINK_WINDOW_MS)?.id ?? null;
+    if (!r.pageRecordId) r.error = "the page's own response was not recorded (screenshots written unlinked)";
+  }
+
+  #report(r: PageResult): void {
+    r.ok = r.error === null && r.status !== null && r.status < 400 && !r.latheError && r.view !== null && r.thumbnail !== null && r.pageRecordId !== null;
+    if (r.ok) this.#out(`ok    ${r.status} ${r.finalUrl}  (view ${kb(r.view!.length)}, thumbnail ${kb(r.thumbnail!.length)})\n`);
+    else this.#out(`FAIL  ${r.status ?? "---"} ${r.finalUrl ?? r.url}  ${r.error ?? (r.status !== null && r.status >= 400 ? `HTTP ${r.status}` : "")}\n`);
+    this.pages.push(r);
+  }
+}
+
+/** The context of a screenshot resource: what took it, when, at what viewport. */
+function screenshotContext(b: RecordingBrowser, shots: Screenshots, variant: "view" | "thumbnail") {
+  return {
+    kind: "screenshot",
+    variant,
+    mode: "parallel",
+    capturedAt: formatWarcDate(shots.takenMicros, "1.1"),
+    browser: { name: b.name, version: b.version, ...(b.userAgent ? { userAgent: b.userAgent } : {}) },
+    viewport: shots.viewport,
+    tool: `lathe-record/${VERSION}`,
+  };
 }
