@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from "node:http";
+import type { Http2Server } from "node:http2";
 import net, { type Socket } from "node:net";
 import tls from "node:tls";
 import type { LeafSource } from "./leafSource.js";
@@ -30,6 +31,8 @@ export interface TunnelServers {
   https: Server;
   /** Serves plain HTTP sent inside a tunnel (e.g. ws:// through a proxy). */
   http: Server;
+  /** Serves intercepted TLS tunnels whose client chose HTTP/2 (ALPN `h2`). */
+  h2: Http2Server;
 }
 
 /**
@@ -88,7 +91,7 @@ export function handleConnect(
               cb(e as Error, undefined);
             }
           },
-          ALPNProtocols: ["http/1.1"],
+          ALPNProtocols: ctx.config.proxy.http2 ? ["h2", "http/1.1"] : ["http/1.1"],
         });
       } catch (e) {
         ctx.log.error("leaf-failed", { host: target.host, error: e });
@@ -104,9 +107,17 @@ export function handleConnect(
       });
       markTunnel(tlsSocket, { scheme: "https", ...target });
       markSession(tlsSocket, session);
-      servers.https.emit("connection", tlsSocket);
-      // A tunnel whose TLS is up but which never sends a request: closed like any silent connection.
+      // The protocol is known once the handshake is done: ALPN picks the server.
       tlsSocket.once("secure", () => {
+        if (tlsSocket.alpnProtocol === "h2") {
+          // Node clears this flag only on sockets a tls.Server made; an h2 session on any other
+          // TLS socket waits for a 'secureConnect' that a server socket never emits.
+          (tlsSocket as unknown as { secureConnecting: boolean }).secureConnecting = false;
+          servers.h2.emit("connection", tlsSocket);
+          return;
+        }
+        servers.https.emit("connection", tlsSocket);
+        // A tunnel whose TLS is up but which never sends a request: closed like any silent connection.
         const silent = setTimeout(() => {
           ctx.log.debug("tunnel-timeout", { host: target.host, reason: "no request within proxy.headersTimeoutMs" });
           tlsSocket.destroy();

@@ -96,7 +96,8 @@ class Exchange {
   start(): void {
     const ctx = this.#ctx;
     const { target, rawHeaders } = this.#client.head;
-    const headers = forwardRequestHeaders(rawHeaders, { authority: authorityOf(target), method: this.#method });
+    const unframedBody = this.#client.protocol === "h2" && this.#client.hasBody;
+    const headers = forwardRequestHeaders(rawHeaders, { authority: authorityOf(target), method: this.#method, unframedBody });
     const up = http1Request(ctx, target, this.#caps, { method: this.#method, headers, rejectInvalidCerts: this.#policy.session?.options.rejectInvalidCerts === true });
     this.#up = up;
     const { headTimeoutMs, connectTimeoutMs, idleTimeoutMs } = ctx.config.upstream;

@@ -36,6 +36,11 @@ export interface ForwardOptions {
   upgrade?: boolean;
   /** Methods whose body Node would frame as chunked when the client sent no framing. */
   method: string;
+  /**
+   * The client sends a body without Content-Length (h2: its DATA frames frame it). Node then
+   * frames it chunked upstream; without this, no framing means no body (HTTP/1.1).
+   */
+  unframedBody?: boolean;
 }
 
 const NODE_CHUNKS_BY_DEFAULT = (m: string) => !["GET", "HEAD", "DELETE", "OPTIONS", "TRACE", "CONNECT"].includes(m);
@@ -74,7 +79,7 @@ export function forwardRequestHeaders(raw: string[], o: ForwardOptions): string[
     out.push(name, value);
   }
   if (!hasHost) out.unshift("Host", o.authority);
-  if (!framed && NODE_CHUNKS_BY_DEFAULT(o.method.toUpperCase())) {
+  if (!framed && !o.unframedBody && NODE_CHUNKS_BY_DEFAULT(o.method.toUpperCase())) {
     // The client sent no body. Node would otherwise add `Transfer-Encoding: chunked` and a
     // last-chunk; an explicit zero length says the same thing without inventing framing.
     out.push("Content-Length", "0");

@@ -9,6 +9,7 @@ import type { ProxyContext } from "./context.js";
 import { handleConnect, tunnelOf, type TunnelServers } from "./connect.js";
 import { handleExchange } from "./exchange.js";
 import { http1ClientLeg } from "./http1Client.js";
+import { createH2TunnelServer } from "./http2Client.js";
 import type { LeafSource } from "./leafSource.js";
 import { sendPlain, sendPlainOnSocket } from "./respond.js";
 import { type Target, parseAbsoluteForm } from "./target.js";
@@ -117,6 +118,7 @@ export function createProxyServer(ctx: ProxyContext, leaves: LeafSource, bound: 
   const tunnels: TunnelServers = {
     https: http.createServer(opts, requestHandler),
     http: http.createServer(opts, requestHandler),
+    h2: createH2TunnelServer(ctx, tunnelOf, (leg) => handleExchange(ctx, leg)),
   };
   const server = http.createServer(opts, requestHandler);
   // Every header field reaches the origin and the record; proxy.maxHeaderBytes bounds the

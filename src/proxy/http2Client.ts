@@ -1,0 +1,173 @@
+/**
+ * The HTTP/2 client leg (http2.md §1, §3): inside an intercepted tunnel whose client chose ALPN
+ * `h2`, each stream is one exchange, handed to the same code as an HTTP/1.1 request. The core
+ * http2 API is used (not the compatibility layer): the raw header list keeps names and order.
+ */
+import http2, { type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import type { Socket } from "node:net";
+import type { Config } from "../config/schema.js";
+import type { ClientLeg, ResponseHead } from "./clientLeg.js";
+import { answerPlain } from "./clientLeg.js";
+import type { ProxyContext } from "./context.js";
+import type { TunnelTarget } from "./connect.js";
+import { defaultPort, hostForUri } from "./target.js";
+
+const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
+
+/** Fields an h2 message must not carry (RFC 9113 §8.2.2). */
+const CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
+
+/** The server that speaks h2 on decrypted tunnel sockets it is handed (`emit("connection")`). */
+export function createH2TunnelServer(ctx: ProxyContext, tunnelOf: (s: Socket) => TunnelTarget | undefined, onExchange: (leg: ClientLeg) => void): Http2Server {
+  const server = http2.createServer(h2Options(ctx.config));
+  server.on("session", (session: Http2Session) => {
+    session.on("error", (e) => ctx.log.debug("client-h2-session-error", { error: e }));
+    closeWhenIdle(session, ctx.config.proxy.keepAliveTimeoutMs);
+  });
+  server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    stream.on("error", (e) => ctx.log.debug("client-h2-stream-error", { error: e }));
+    const tunnel = tunnelOf(stream.session?.socket as Socket);
+    if (!tunnel) return stream.close(NGHTTP2_INTERNAL_ERROR);
+    const leg = legOf(stream, rawHeaders, flags, tunnel);
+    if (typeof leg === "string") {
+      stream.resume();
+      return answerPlainOnStream(stream, leg === "misdirected" ? 421 : 400, leg === "misdirected"
+        ? `lathe: the request's :authority ${JSON.stringify(headers[":authority"] ?? headers.host)} is not this tunnel's host (${tunnel.host}:${tunnel.port}) (RFC 9113 §9.1.2): open a tunnel to that host`
+        : "lathe: CONNECT inside an intercepted tunnel is not supported");
+    }
+    onExchange(leg);
+  });
+  return server;
+}
+
+function h2Options(config: Config): http2.ServerOptions {
+  return {
+    settings: {
+      // lathe never pushes, and does not offer RFC 8441 WebSockets (they use HTTP/1.1 Upgrade).
+      enablePush: false,
+      enableConnectProtocol: false,
+      maxHeaderListSize: config.proxy.maxHeaderBytes,
+    },
+    // Node's defaults are too low for a proxy: 10 MB of session memory rejects streams under
+    // load (ENHANCE_YOUR_CALM), 128 header pairs are fewer than some sites send (http2.md §4).
+    maxSessionMemory: 256,
+    maxHeaderListPairs: 100_000,
+  };
+}
+
+/** A session without open streams for `ms` is closed (GOAWAY), like an idle keep-alive connection. */
+function closeWhenIdle(session: Http2Session, ms: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const arm = () => {
+    timer = setTimeout(() => session.close(), ms);
+    timer.unref();
+  };
+  session.on("stream", (stream: ServerHttp2Stream) => {
+    open++;
+    if (timer) clearTimeout(timer);
+    stream.once("close", () => {
+      if (--open === 0 && !session.closed) arm();
+    });
+  });
+  session.once("close", () => timer && clearTimeout(timer));
+  arm();
+}
+
+/** The exchange's view of one stream, or why the stream is refused. */
+function legOf(stream: ServerHttp2Stream, raw: string[], flags: number, tunnel: TunnelTarget): ClientLeg | "misdirected" | "connect" {
+  const pseudo = new Map<string, string>();
+  const fields: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.startsWith(":")) pseudo.set(raw[i]!, raw[i + 1]!);
+    else fields.push(raw[i]!, raw[i + 1]!);
+  }
+  const method = pseudo.get(":method") ?? "GET";
+  if (method === "CONNECT") return "connect";
+  const authority = pseudo.get(":authority") ?? fields[fields.findIndex((f, i) => i % 2 === 0 && f === "host") + 1];
+  if (authority !== undefined && !sameAuthority(authority, tunnel)) return "misdirected";
+  const target = { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path: pseudo.get(":path") ?? "/" };
+  return http2ClientLeg(stream, { method, target, rawHeaders: joinCookies(fields) }, (flags & NGHTTP2_FLAG_END_STREAM) === 0);
+}
+
+/** `host[:port]` names the tunnel's target (case-insensitive host, default port when omitted). */
+function sameAuthority(authority: string, t: TunnelTarget): boolean {
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(authority.trim());
+  if (!m) return false;
+  const port = m[2] === undefined ? defaultPort(t.scheme) : Number(m[2]);
+  return m[1]!.toLowerCase() === hostForUri(t.host.toLowerCase()) && port === t.port;
+}
+
+/**
+ * h2 clients may split `cookie` into crumbs, one field each; toward HTTP/1.1 they must be one
+ * field joined with "; " (RFC 9113 §8.2.3), kept where the first crumb was (http2.md §2.5).
+ */
+export function joinCookies(fields: string[]): string[] {
+  const crumbs: string[] = [];
+  for (let i = 0; i < fields.length; i += 2) if (fields[i]!.toLowerCase() === "cookie") crumbs.push(fields[i + 1]!);
+  if (crumbs.length < 2) return fields;
+  const out: string[] = [];
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i]!.toLowerCase() !== "cookie") out.push(fields[i]!, fields[i + 1]!);
+    else if (crumbs.length) out.push(fields[i]!, crumbs.splice(0).join("; "));
+  }
+  return out;
+}
+
+function http2ClientLeg(stream: ServerHttp2Stream, head: ClientLeg["head"], hasBody: boolean): ClientLeg {
+  return {
+    head,
+    protocol: "h2",
+    body: stream,
+    socket: stream.session!.socket as Socket,
+    hasBody,
+    get headSent() {
+      return stream.headersSent;
+    },
+    get gone() {
+      return stream.destroyed || stream.closed || stream.writableEnded;
+    },
+    sendHead: (h) => stream.respond(h2Headers(h), withDate(false)),
+    write: (chunk) => stream.write(chunk),
+    onDrain: (cb) => stream.on("drain", cb),
+    get needsDrain() {
+      return stream.writableNeedDrain;
+    },
+    end: (last) => (last ? stream.end(last) : stream.end()),
+    // RST_STREAM: the client sees an incomplete response, never a complete wrong one.
+    destroy: () => stream.close(NGHTTP2_INTERNAL_ERROR),
+    onClose: (cb) => stream.once("close", () => cb(stream.writableFinished)),
+    answer: (h, body) => {
+      if (stream.destroyed || stream.closed) return;
+      stream.respond(h2Headers(h), { ...withDate(true), endStream: body === undefined });
+      if (body !== undefined) stream.end(body);
+    },
+    discardBody: () => stream.resume(),
+  };
+}
+
+/**
+ * Node adds a `date` field to every h2 response unless told not to (`sendDate`, which its types
+ * do not list): the origin's head goes out as it came, lathe's own answers carry a date.
+ */
+function withDate(sendDate: boolean): http2.ServerStreamResponseOptions {
+  return { sendDate } as http2.ServerStreamResponseOptions;
+}
+
+/** An h2 header block from a response head: lowercase names, no connection-specific fields. */
+function h2Headers(h: ResponseHead): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = { ":status": h.status };
+  for (let i = 0; i < h.headers.length; i += 2) {
+    const name = h.headers[i]!.toLowerCase();
+    if (CONNECTION_SPECIFIC.has(name)) continue;
+    const value = h.headers[i + 1]!;
+    const prev = out[name];
+    if (prev === undefined) out[name] = value;
+    else out[name] = Array.isArray(prev) ? [...prev, value] : [String(prev), value];
+  }
+  return out;
+}
+
+function answerPlainOnStream(stream: ServerHttp2Stream, status: number, message: string): void {
+  answerPlain(http2ClientLeg(stream, { method: "GET", target: { scheme: "https", host: "", port: 443, path: "/" }, rawHeaders: [] }, false), status, message);
+}

@@ -1,0 +1,178 @@
+/**
+ * HTTP/2 on the client leg (http2.md §1, §3): inside an intercepted tunnel, a client that offers
+ * ALPN `h2` gets HTTP/2, each stream is one exchange, recorded from the upstream leg.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import http2 from "node:http2";
+import net from "node:net";
+import tls from "node:tls";
+import { promisify } from "node:util";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { originCerts } from "../helpers/certs.js";
+import { bytesOf, startHttpsOrigin, type Origin } from "../helpers/origin.js";
+import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
+import { checkDigests, readAllWarcs } from "../helpers/warcs.js";
+import { joinCookies } from "../../src/proxy/http2Client.js";
+
+const run = promisify(execFile);
+
+/** CONNECT through lathe, then TLS offering `alpn`; resolves with the TLS socket. */
+function tunnel(lathe: TestLathe, port: number, alpn: string[]): Promise<tls.TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(lathe.address.port, "127.0.0.1");
+    s.once("error", reject);
+    s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+    s.once("data", (d) => {
+      if (!/^HTTP\/1\.1 200/.test(d.toString())) return reject(new Error(d.toString()));
+      const t = tls.connect({ socket: s, host: "127.0.0.1", ca: lathe.ca.caCertPem, ALPNProtocols: alpn }, () => resolve(t));
+      t.once("error", reject);
+    });
+  });
+}
+
+interface H2Answer {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function h2request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const r = session.request(headers, { endStream: body === undefined });
+    const chunks: Buffer[] = [];
+    let head: http2.IncomingHttpHeaders = {};
+    r.on("response", (h) => (head = h));
+    r.on("data", (c: Buffer) => chunks.push(c));
+    r.on("end", () => resolve({ status: Number(head[":status"]), headers: head, body: Buffer.concat(chunks) }));
+    r.on("error", reject);
+    if (body !== undefined) r.end(body);
+  });
+}
+
+async function h2session(lathe: TestLathe, origin: Origin): Promise<http2.ClientHttp2Session> {
+  const t = await tunnel(lathe, origin.port, ["h2", "http/1.1"]);
+  expect(t.alpnProtocol).toBe("h2");
+  return http2.connect(`https://127.0.0.1:${origin.port}`, { createConnection: () => t });
+}
+
+describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
+  const certs = originCerts();
+  let origin: Origin;
+  let lathe: TestLathe;
+
+  beforeAll(async () => {
+    origin = await startHttpsOrigin(certs);
+    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+  });
+  afterAll(async () => {
+    await lathe.stop();
+    await origin.close();
+  });
+
+  it("serves 100 concurrent streams on one connection, each recorded with valid digests", async () => {
+    const session = await h2session(lathe, origin);
+    const sizes = Array.from({ length: 100 }, (_, i) => 1 + i * 997);
+    const answers = await Promise.all(sizes.map((n) => h2request(session, { ":path": `/bytes/${n}?h2=${n}` })));
+    session.close();
+    for (const [i, a] of answers.entries()) {
+      expect(a.status).toBe(200);
+      expect(a.body.equals(bytesOf(sizes[i]!, sizes[i]!))).toBe(true);
+      expect(a.headers["content-type"]).toBe("application/octet-stream");
+    }
+    const seen = origin.seen.filter((s) => s.path.includes("?h2="));
+    expect(seen).toHaveLength(100);
+    // Each stream reached the origin as an HTTP/1.1 request with the tunnel's authority as Host.
+    for (const s of seen) expect(s.rawHeaders.slice(0, 2)).toEqual(["Host", `127.0.0.1:${origin.port}`]);
+  });
+
+  it("honours a lowercase warcprox-meta, joins cookie crumbs, and forwards a body sent without content-length", async () => {
+    const session = await h2session(lathe, origin);
+    const body = bytesOf(50_000, 3);
+    const a = await h2request(session, { ":method": "POST", ":path": "/echo?h2post", "warcprox-meta": JSON.stringify({ "warc-prefix": "h2series" }), cookie: ["a=1", "b=2"] }, body);
+    session.close();
+    expect(a.status).toBe(200);
+    const seen = origin.seen.find((s) => s.path === "/echo?h2post")!;
+    expect(seen.body.equals(body)).toBe(true);
+    const cookies = seen.rawHeaders.filter((_, i) => i % 2 === 0 && seen.rawHeaders[i]!.toLowerCase() === "cookie");
+    expect(cookies).toHaveLength(1);
+    expect(seen.rawHeaders[seen.rawHeaders.findIndex((h) => h.toLowerCase() === "cookie") + 1]).toBe("a=1; b=2");
+    expect(seen.rawHeaders.map((h) => h.toLowerCase())).not.toContain("warcprox-meta");
+  });
+
+  it("answers 421 for an :authority that is not the tunnel's host, and records nothing for it", async () => {
+    const session = await h2session(lathe, origin);
+    const a = await h2request(session, { ":path": "/text/10?misdirected", ":authority": "example.org" });
+    session.close();
+    expect(a.status).toBe(421);
+    expect(a.body.toString()).toMatch(/is not this tunnel's host/);
+    expect(origin.seen.some((s) => s.path.includes("misdirected"))).toBe(false);
+  });
+
+  it("survives a client that cancels streams mid-body and keeps serving on the same connection", async () => {
+    const session = await h2session(lathe, origin);
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        new Promise<void>((resolve) => {
+          const r = session.request({ ":path": "/bytes/3000000?cancel" });
+          r.once("data", () => r.close(http2.constants.NGHTTP2_CANCEL));
+          r.on("close", () => resolve());
+          r.on("error", () => undefined);
+        }),
+      ),
+    );
+    const a = await h2request(session, { ":path": "/text/100?after-cancel" });
+    session.close();
+    expect(a.status).toBe(200);
+    expect(a.body.length).toBe(100);
+  });
+
+  it("curl --http2 gets HTTP/2 through lathe; --http1.1 gets HTTP/1.1", async () => {
+    const caFile = join(lathe.certsDir, "ca-for-curl.pem");
+    writeFileSync(caFile, lathe.ca.caCertPem);
+    const curl = (flag: string) =>
+      run("curl", ["-sS", flag, "-x", lathe.proxyUrl, "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", `${origin.url}/text/500?curl${flag}`]);
+    expect((await curl("--http2")).stdout).toBe("2 200");
+    expect((await curl("--http1.1")).stdout).toBe("1.1 200");
+  });
+
+  it("writes every capture with valid digests, h2 streams alike", async () => {
+    await lathe.stop();
+    const records = await readAllWarcs(lathe.dir);
+    const uri = (r: (typeof records)[number]) => r.get("WARC-Target-URI") ?? "";
+    const responses = records.filter((r) => r.type === "response" && uri(r).includes("?h2="));
+    expect(responses).toHaveLength(100);
+    for (const r of records.filter((x) => x.type === "response" || x.type === "request")) expect(checkDigests(r)).toEqual([]);
+    const posted = records.find((r) => r.type === "request" && uri(r).endsWith("/echo?h2post"))!;
+    expect(posted.file).toMatch(/(^|\/)h2series-/);
+    expect(records.some((r) => uri(r).includes("misdirected"))).toBe(false);
+  });
+});
+
+describe("proxy.http2: false", () => {
+  it("offers only http/1.1 inside tunnels", async () => {
+    const certs = originCerts();
+    const origin = await startHttpsOrigin(certs);
+    const lathe = await startTestLathe({ proxy: { http2: false }, upstream: { caFile: certs.caFile } });
+    try {
+      const t = await tunnel(lathe, origin.port, ["h2", "http/1.1"]);
+      expect(t.alpnProtocol).toBe("http/1.1");
+      t.destroy();
+    } finally {
+      await lathe.stop();
+      await origin.close();
+    }
+  });
+});
+
+describe("joinCookies", () => {
+  it.each([
+    [["cookie", "a=1"], ["cookie", "a=1"]],
+    [["x", "1", "cookie", "a=1", "y", "2", "cookie", "b=2"], ["x", "1", "cookie", "a=1; b=2", "y", "2"]],
+    [["Cookie", "a=1", "cookie", "b=2", "cookie", "c=3"], ["Cookie", "a=1; b=2; c=3"]],
+    [["x", "1"], ["x", "1"]],
+  ])("%j → %j", (input, out) => {
+    expect(joinCookies(input)).toEqual(out);
+  });
+});
