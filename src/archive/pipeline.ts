@@ -36,6 +36,8 @@ export interface CompletedExchange {
   skip?: string;
   /** The recording session the capture belongs to, if any (for observers such as the live page). */
   session?: string;
+  /** What the client spoke to lathe ("http/1.1", "h2"), noted in the TLS metadata record. */
+  clientProtocol?: string;
 }
 
 export type CaptureOutcome =
@@ -259,7 +261,7 @@ export class Archiver {
       ),
     ];
     if (tls && !ex.tap.tlsRecordedFor.has(ex.series)) {
-      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest));
+      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol));
     }
     return group;
   }

@@ -20,6 +20,8 @@ export interface Finished {
   admitted: Admitted;
   /** Keep the bytes as received (a response Node's parser refused: decisions.md §1). */
   wireExact?: boolean;
+  /** The client leg's protocol ("http/1.1", "h2"). */
+  clientProtocol: string;
 }
 
 /** Finalize both messages and hand the exchange to the archive pipeline; true when written. */
@@ -48,6 +50,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
     dedupPolicy: policy.dedupPolicy,
     dedupOk: policy.dedupOk,
     session: policy.session?.id,
+    clientProtocol: f.clientProtocol,
     ...(skip ? { skip } : {}),
   };
   const release = chargeBacklog(ctx.archiver, response.rawHead.length + response.wireBodyLength + request.rawHead.length + request.wireBodyLength);

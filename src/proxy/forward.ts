@@ -218,7 +218,7 @@ class Exchange {
   }
 
   #archive(ended: "clean" | Truncation, wireExact = false): Promise<boolean> {
-    return archiveExchange(this.#ctx, { uri: this.#uri, method: this.#method, caps: this.#caps, ended, policy: this.#policy, admitted: this.#admitted, wireExact });
+    return archiveExchange(this.#ctx, { uri: this.#uri, method: this.#method, caps: this.#caps, ended, policy: this.#policy, admitted: this.#admitted, wireExact, clientProtocol: this.#client.protocol });
   }
 
   #onResponse(res: UpstreamResponse): void {

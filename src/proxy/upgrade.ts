@@ -114,6 +114,7 @@ async function recordHandshake(ctx: ProxyContext, uri: string, method: string, c
     version: policy.collection.warcVersion,
     collection: policy.collection,
     session: policy.session?.id,
+    clientProtocol: "http/1.1",
     ...(policy.noArchive ? { skip: 'Warcprox-Meta warc-prefix "-"' } : {}),
   });
   countOutcome(ctx, policy, outcome);

@@ -109,8 +109,12 @@ export function buildTlsMetadata(
   tls: TlsInfo,
   version: WarcVersion,
   alg: DigestAlgorithm,
+  clientProtocol?: string,
 ): RecordDraft {
-  const body = Buffer.from(tlsFields(tls), "latin1");
+  // The protocol the client spoke to lathe on the tunnel the exchange came in on (http2.md §2.10):
+  // not the recorded messages' protocol, which is the upstream leg's.
+  const client = clientProtocol ? `client-protocol: ${clientProtocol}\r\n` : "";
+  const body = Buffer.from(tlsFields(tls) + client, "latin1");
   const fields: Array<[string, string]> = [
     ["WARC-Type", "metadata"],
     ["WARC-Record-ID", id],

@@ -147,6 +147,12 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     const posted = records.find((r) => r.type === "request" && uri(r).endsWith("/echo?h2post"))!;
     expect(posted.file).toMatch(/(^|\/)h2series-/);
     expect(records.some((r) => uri(r).includes("misdirected"))).toBe(false);
+    // The TLS metadata of the upstream connections says the client spoke h2 (http2.md §2.10);
+    // the curl --http1.1 request came in on an HTTP/1.1 tunnel.
+    const tlsRecords = records.filter((r) => r.type === "metadata" && r.block.toString("latin1").includes("tls-protocol:"));
+    const clientProtocols = new Set(tlsRecords.map((r) => /\r\nclient-protocol: (\S+)\r\n/.exec(r.block.toString("latin1"))?.[1]));
+    expect(clientProtocols.has("h2")).toBe(true);
+    expect([...clientProtocols].every((p) => p === "h2" || p === "http/1.1")).toBe(true);
   });
 });
 

@@ -102,6 +102,7 @@ describe("HTTPS through lathe (CONNECT, MITM)", () => {
     expect(get("tls-verify-result")).toEqual(["ok"]);
     expect(get("tls-protocol")[0]).toMatch(/^tls\/1\.[23]$/);
     expect(get("tls-alpn")).toEqual(["http/1.1"]);
+    expect(get("client-protocol")).toEqual(["http/1.1"]);
     expect(get("tls-server-name")).toEqual([]); // IP literal: no SNI sent
     const ders = get("tls-certificate").map((b) => Buffer.from(b, "base64"));
     expect(ders.length).toBeGreaterThanOrEqual(1);
