@@ -38,6 +38,8 @@ export interface CompletedExchange {
   session?: string;
   /** What the client spoke to lathe ("http/1.1", "h2"), noted in the TLS metadata record. */
   clientProtocol?: string;
+  /** "h2" when the origin was spoken to over HTTP/2; else the response's status line says. */
+  upstreamProtocol?: "h2";
 }
 
 export type CaptureOutcome =
@@ -222,7 +224,8 @@ export class Archiver {
     const { digest } = this.#o;
     const version = ex.version ?? this.#o.version;
     const tls = ex.tap.tls;
-    const protocols = [httpVersionToken(ex.response.startLine)];
+    // An h2 exchange is recorded in HTTP/1.1 form; its WARC-Protocol says what was spoken (http2.md §2.9).
+    const protocols = [ex.upstreamProtocol ?? httpVersionToken(ex.response.startLine)];
     if (tls?.protocol) protocols.push(tls.protocol);
     const meta: CaptureMeta = {
       dateMicros: ex.dateMicros,

@@ -89,7 +89,7 @@ export function isChunked(head: ParsedHead): boolean {
  * new name) is renamed in place, only the name bytes change; trailer fields are appended after the
  * last field as `X-Orig-Trailer-<Name>: <value>`.
  */
-export function rewriteHead(head: ParsedHead, renames: Record<string, string>, trailers: Array<[string, string]> = []): Buffer {
+export function rewriteHead(head: ParsedHead, renames: Record<string, string>, trailers: Array<[string, string]> = [], appended: Array<[string, string]> = []): Buffer {
   const parts: Buffer[] = [];
   let pos = 0;
   for (const f of head.fields) {
@@ -99,12 +99,13 @@ export function rewriteHead(head: ParsedHead, renames: Record<string, string>, t
     pos = f.nameEnd;
   }
   let rest = head.bytes.subarray(pos);
-  if (trailers.length > 0) {
+  if (trailers.length > 0 || appended.length > 0) {
     // Insert before the blank line that ends the head (CRLF CRLF or LF LF).
     const blank = rest.length >= 2 && rest[rest.length - 2] === 0x0d ? 2 : 1;
     const body = rest.subarray(0, rest.length - blank);
     const eol = blank === 2 ? "\r\n" : "\n";
-    const extra = trailers.map(([n, v]) => `X-Orig-Trailer-${n}: ${v}${eol}`).join("");
+    const fields = [...trailers.map(([n, v]) => [`X-Orig-Trailer-${n}`, v]), ...appended];
+    const extra = fields.map(([n, v]) => `${n}: ${v}${eol}`).join("");
     parts.push(body, Buffer.from(extra, "latin1"), rest.subarray(rest.length - blank));
     rest = Buffer.alloc(0);
   }

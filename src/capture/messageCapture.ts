@@ -20,6 +20,12 @@ export interface MessageCaptureOptions {
   lenient?: boolean;
   /** Called with the wall-clock time of the first byte of the message head. */
   now: () => bigint;
+  /**
+   * A request whose head has neither Content-Length nor chunked still has a body, up to its end
+   * (an h2 request: DATA frames frame it). Its record gets `content-length: N` appended, as an
+   * HTTP/1.1 request without one has no body (http2.md §2.6).
+   */
+  bodyUntilEnd?: boolean;
 }
 
 /** What the recorder keeps of one HTTP message, ready for a record builder. */
@@ -179,7 +185,7 @@ export class MessageCapture {
         this.#mode = "length";
         this.#remaining = Number(cl[0]);
       } else if (this.#o.kind === "request") {
-        this.#mode = "none";
+        this.#mode = this.#o.bodyUntilEnd ? "close" : "none";
       } else {
         this.#mode = "close";
       }
@@ -257,6 +263,8 @@ export class MessageCapture {
     const trailers = this.#dechunker?.trailers ?? [];
     let storedHead = head.bytes;
     if (dechunk) storedHead = rewriteHead(head, dechunkRenames(lenient), trailers);
+    const addedLength = this.#o.kind === "request" && this.#mode === "close";
+    if (addedLength) storedHead = rewriteHead(head, {}, [], [["content-length", String(this.#rawLength)]]);
     let body: StreamSource | null = null;
     let bodyLength = 0;
     if (spool) {
@@ -285,12 +293,12 @@ export class MessageCapture {
       payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
     }
     let blockHash: Hash;
-    if (!dechunk) {
+    if (!dechunk && !addedLength) {
       blockHash = this.#rawBlockHash!;
-    } else if (trailers.length === 0) {
+    } else if (dechunk && trailers.length === 0) {
       blockHash = this.#entityBlockHash!;
     } else {
-      // Trailers moved into the stored head after the body was hashed: hash the block again.
+      // Trailers or a Content-Length went into the stored head after the body was hashed: hash the block again.
       blockHash = newHash(alg).update(storedHead);
       if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
     }

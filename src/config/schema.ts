@@ -41,6 +41,8 @@ export interface Config {
     maxSocketsPerHost: number;
     /** Addresses (CIDR) never connected to, checked after DNS resolution: 403. Cloud metadata by default. */
     denyAddresses: string[];
+    /** Offer HTTP/2 (ALPN `h2`) to origins, beside `http/1.1`; one h2 session per origin. */
+    http2: boolean;
   };
   capture: {
     spoolMemoryBytes: number;
@@ -136,6 +138,7 @@ export const DEFAULTS: Config = {
     // AWS ECS task metadata (169.254.170.2), Alibaba (100.100.100.200), AWS IPv6 (fd00:ec2::254),
     // GCP IPv6 (fd20:ce::254).
     denyAddresses: ["169.254.169.254/32", "169.254.170.2/32", "100.100.100.200/32", "fd00:ec2::254/128", "fd20:ce::254/128"],
+    http2: true,
   },
   capture: {
     spoolMemoryBytes: 1024 * 1024,

@@ -124,6 +124,7 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     denyHosts: strList,
     maxSocketsPerHost: int(1),
     denyAddresses: cidrList,
+    http2: bool,
   },
   capture: {
     spoolMemoryBytes: int(0),

@@ -51,6 +51,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
     dedupOk: policy.dedupOk,
     session: policy.session?.id,
     clientProtocol: f.clientProtocol,
+    ...(f.caps.h2 ? { upstreamProtocol: "h2" as const } : {}),
     ...(skip ? { skip } : {}),
   };
   const release = chargeBacklog(ctx.archiver, response.rawHead.length + response.wireBodyLength + request.rawHead.length + request.wireBodyLength);

@@ -16,6 +16,8 @@ export interface Captures {
   tap: SocketTap | null;
   /** The upstream certificate's verdict when the session refuses invalid ones. */
   certError?: string;
+  /** Set by the h2 leg: the messages went over HTTP/2 (recorded in their HTTP/1.1 form). */
+  h2?: boolean;
 }
 
 /**
@@ -28,7 +30,7 @@ export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: 
   const now = () => ctx.clock.nowMicros();
   const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
   return {
-    request: new MessageCapture({ kind: "request", digest: warc.digest, spool, maxBodyBytes: 0, now }),
+    request: requestCapture(ctx),
     response: new MessageCapture({
       kind: "response",
       digest: warc.digest,
@@ -41,6 +43,13 @@ export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: 
     sentAt: null,
     tap: null,
   };
+}
+
+/** The request's capture; `bodyUntilEnd`: its body has no Content-Length (an h2 stream's). */
+export function requestCapture(ctx: ProxyContext, o: { bodyUntilEnd?: boolean } = {}): MessageCapture {
+  const { capture, warc } = ctx.config;
+  const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
+  return new MessageCapture({ kind: "request", digest: warc.digest, spool, maxBodyBytes: 0, now: () => ctx.clock.nowMicros(), ...o });
 }
 
 /** Drop both captures (nothing of this attempt is recorded). */

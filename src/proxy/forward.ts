@@ -9,13 +9,15 @@ import { ProxyError } from "../core/errors.js";
 import { classifyUpstreamError, type UpstreamFailure } from "../upstream/errors.js";
 import type { Admitted } from "../warcprox/limits.js";
 import { archiveExchange, logFetchFailure } from "./archiveCapture.js";
-import { type Captures, discardCaptures, startCaptures } from "./captures.js";
+import { type Captures, discardCaptures, requestCapture, startCaptures } from "./captures.js";
 import { type ClientLeg, answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import { sendCertErrorPage } from "./answers.js";
 import { countInflight } from "./inflight.js";
-import { forwardRequestHeaders, forwardResponseHeaders } from "./headers.js";
+import { forwardRequestHeaders, forwardResponseHeaders, headerValues } from "./headers.js";
 import { http1Request } from "./http1Upstream.js";
+import { http2Request } from "./http2Upstream.js";
+import type { OriginRoute } from "../upstream/h2Pool.js";
 import { refusal } from "./refusal.js";
 import type { RequestPolicy } from "./requestPolicy.js";
 import { authorityOf, targetUri } from "./target.js";
@@ -47,7 +49,8 @@ class Exchange {
   readonly #method: string;
   readonly #hostPort: string;
   readonly #caps: Captures;
-  #up!: UpstreamRequest;
+  /** The upstream request, once the route to the origin is known. */
+  #up: UpstreamRequest | null = null;
   /** The exchange has ended (failed, or its response is over): later events are ignored. */
   #done = false;
   /** Ends the in-flight count (idempotent). */
@@ -94,33 +97,72 @@ class Exchange {
   }
 
   start(): void {
-    const ctx = this.#ctx;
-    const { target, rawHeaders } = this.#client.head;
-    const unframedBody = this.#client.protocol === "h2" && this.#client.hasBody;
-    const headers = forwardRequestHeaders(rawHeaders, { authority: authorityOf(target), method: this.#method, unframedBody });
-    const up = http1Request(ctx, target, this.#caps, { method: this.#method, headers, rejectInvalidCerts: this.#policy.session?.options.rejectInvalidCerts === true });
-    this.#up = up;
-    const { headTimeoutMs, connectTimeoutMs, idleTimeoutMs } = ctx.config.upstream;
+    const { headTimeoutMs, connectTimeoutMs } = this.#ctx.config.upstream;
     this.#headTimer = setTimeout(() => {
       this.#fail(new ProxyError("ERR_UPSTREAM_TIMEOUT", `${this.#hostPort} sent no response within ${headTimeoutMs} ms (upstream.headTimeoutMs)`));
     }, headTimeoutMs + connectTimeoutMs);
     this.#headTimer.unref();
+    // The client went away: stop reading upstream; what was received is recorded as cut off.
+    this.#client.onClose((delivered) => {
+      if (delivered || this.#done) return;
+      const e = new ProxyError("ERR_UPSTREAM_CLOSED", "client closed the connection");
+      if (this.#up) this.#up.destroy(e);
+      else this.#fail(e);
+    });
+    const route = this.#route();
+    if (route instanceof Promise) route.then((r) => this.#open(r), (e) => this.#fail(e));
+    else this.#open(route);
+  }
+
+  /** HTTP/2 when the origin speaks it (learned on the first connection), else HTTP/1.1. */
+  #route(): OriginRoute | Promise<OriginRoute> {
+    const t = this.#client.head.target;
+    const pool = this.#ctx.connector.h2;
+    return t.scheme === "https" && pool ? pool.route(t.host, t.port) : { kind: "http/1.1" };
+  }
+
+  #open(route: OriginRoute): void {
+    if (this.#done) return;
+    const up = this.#request(route);
+    if (!up) return;
+    this.#up = up;
+    const { idleTimeoutMs } = this.#ctx.config.upstream;
     up.onError((e) => (this.#response ? this.#onBodyError(e) : this.#fail(e)));
     up.setIdleTimeout(idleTimeoutMs, () => {
       up.destroy(new ProxyError("ERR_UPSTREAM_TIMEOUT", `${this.#hostPort} was silent for ${idleTimeoutMs} ms (upstream.idleTimeoutMs)`));
     });
-    this.#pipeRequestBody();
+    this.#pipeRequestBody(up);
     up.onResponse((res) => this.#onResponse(res));
-    // The client went away: stop reading upstream; what was received is recorded as cut off.
-    this.#client.onClose((delivered) => {
-      if (!delivered && !this.#done) up.destroy(new ProxyError("ERR_UPSTREAM_CLOSED", "client closed the connection"));
-    });
+  }
+
+  /** The request on the route's protocol, or null once the exchange failed. */
+  #request(route: OriginRoute): UpstreamRequest | null {
+    const { target, rawHeaders } = this.#client.head;
+    const unframedBody = this.#client.protocol === "h2" && this.#client.hasBody;
+    const headers = forwardRequestHeaders(rawHeaders, { authority: authorityOf(target), method: this.#method, unframedBody });
+    const rejectInvalidCerts = this.#policy.session?.options.rejectInvalidCerts === true;
+    if (route.kind === "http/1.1") return http1Request(this.#ctx, target, this.#caps, { method: this.#method, headers, rejectInvalidCerts });
+    const verdict = route.tap.tls?.verifyResult;
+    if (rejectInvalidCerts && verdict && verdict !== "ok") {
+      this.#caps.tap = route.tap;
+      this.#caps.certError = verdict;
+      this.#fail(new ProxyError("ERR_TLS_CERT_INVALID", `the certificate is invalid: ${verdict}`));
+      return null;
+    }
+    const hasBody = this.#client.hasBody;
+    if (hasBody && headerValues(headers, "content-length").length === 0) this.#caps.request = requestCapture(this.#ctx, { bodyUntilEnd: true });
+    try {
+      return http2Request(this.#ctx, route.session, route.tap, target, this.#caps, { method: this.#method, headers, hasBody });
+    } catch (e) {
+      // A field HTTP/1.1 allows and HTTP/2 refuses (Node checks them before sending).
+      this.#fail(e);
+      return null;
+    }
   }
 
   /** Request body: client → upstream, with back-pressure. */
-  #pipeRequestBody(): void {
+  #pipeRequestBody(up: UpstreamRequest): void {
     const body = this.#client.body;
-    const up = this.#up;
     body.on("data", (c: Buffer) => {
       if (!up.write(c)) body.pause();
     });
@@ -141,7 +183,7 @@ class Exchange {
     if (this.#done) return;
     this.#done = true;
     this.#clearTimers();
-    this.#up.stopCapture();
+    this.#up?.stopCapture();
     const raw = classifyUpstreamError(e, this.#hostPort, this.#caps.sentAt ? "head" : "connect");
     if (this.#mayRetry(raw)) return this.#retry(raw);
     const f = this.#refine(raw, e);
@@ -162,7 +204,7 @@ class Exchange {
     if (this.#caps.certError && !client.headSent) sendCertErrorPage(client, this.#uri, this.#caps.certError);
     else if (!client.headSent) answerPlain(client, f.status, `lathe: ${f.error.message}`);
     else client.destroy();
-    this.#up.destroy();
+    this.#up?.destroy();
   }
 
   /** What a failure means for the client and the crawl log, once the connection's state is known (decisions.md §2). */
@@ -196,7 +238,7 @@ class Exchange {
     const client = this.#client;
     return (
       this.#attempt === 1 &&
-      this.#up.reusedConnection &&
+      this.#up?.reusedConnection === true &&
       f.error.code === "ERR_UPSTREAM_CLOSED" &&
       !this.#caps.response.started &&
       !client.headSent &&
@@ -210,7 +252,7 @@ class Exchange {
     // Nothing of this attempt is recorded: no answer came; the next attempt is the capture.
     this.#ctx.log.info("upstream-retried", { uri: this.#uri, reason: f.error.message });
     discardCaptures(this.#caps);
-    this.#up.destroy();
+    this.#up?.destroy();
     // The next attempt counts as in flight before this one stops counting: a graceful stop
     // must not see zero exchanges in between.
     forwardExchange(this.#ctx, this.#client, this.#policy, this.#admitted, this.#attempt + 1);
@@ -229,10 +271,10 @@ class Exchange {
       // recording session"): the person sees why, and nothing is recorded.
       this.#done = true;
       this.#clearTimers();
-      this.#up.stopCapture();
+      this.#up?.stopCapture();
       discardCaptures(this.#caps);
       this.#settle();
-      this.#up.destroy();
+      this.#up?.destroy();
       sendCertErrorPage(this.#client, this.#uri, verdict);
       return;
     }
@@ -249,7 +291,7 @@ class Exchange {
     this.#maxTimer = setTimeout(() => {
       this.#truncation = "time";
       this.#finish("time");
-      this.#up.destroy();
+      this.#up?.destroy();
       this.#client.destroy();
     }, ms);
     this.#maxTimer.unref();
@@ -270,7 +312,7 @@ class Exchange {
       // A head that cannot be sent ends the exchange as refused (decisions.md §1) instead of
       // throwing out of this handler.
       this.#finish("unspecified", true);
-      this.#up.destroy();
+      this.#up?.destroy();
       return false;
     }
   }
@@ -319,7 +361,7 @@ class Exchange {
     if (this.#done) return;
     this.#done = true;
     this.#clearTimers();
-    this.#up.stopCapture();
+    this.#up?.stopCapture();
     const archived = this.#track(this.#archive(ended, wireExact));
     if (ended !== "clean") {
       // Cut off (reset, parse error, time limit): the client must see an incomplete response,

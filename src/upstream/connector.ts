@@ -7,6 +7,7 @@ import { ProxyError } from "../core/errors.js";
 import type { TlsInfo } from "../warc/records.js";
 import { installTap } from "./tap.js";
 import { type DestinationGuard, NO_GUARD } from "./destinations.js";
+import { H2Pool } from "./h2Pool.js";
 
 export interface ConnectorOptions {
   connectTimeoutMs: number;
@@ -16,6 +17,8 @@ export interface ConnectorOptions {
   caFile: string | null;
   /** Loop and deny-list checks on the address connected to (README "Security"). */
   guard?: DestinationGuard;
+  /** Offer h2 to origins (upstream.http2). */
+  http2?: boolean;
 }
 
 /**
@@ -30,6 +33,15 @@ export interface Connector {
   httpsFresh: https.Agent;
   /** The loop and deny-list checks every connection passes (README "Security"). */
   guard: DestinationGuard;
+  /**
+   * A TLS connection offering ALPN `alpn` (h2 and http/1.1 toward origins that may speak h2),
+   * tapped, guarded and timed like the agents' own.
+   */
+  connectTls(host: string, port: number, alpn: string[]): tls.TLSSocket;
+  /** Give a connected TLS socket that chose http/1.1 to the keep-alive agent, for its next request to host:port. */
+  adoptHttps(socket: tls.TLSSocket, host: string, port: number): void;
+  /** The h2 sessions to origins, when upstream.http2 is on. */
+  h2: H2Pool | null;
   destroy(): void;
 }
 
@@ -73,8 +85,20 @@ export function createConnector(o: ConnectorOptions): Connector {
     return socket;
   };
 
-  const tlsConnection = (opts: tls.ConnectionOptions): tls.TLSSocket => {
+  /** Sockets that negotiated http/1.1 on a first contact, waiting for the agent's next connection there. */
+  const spares = new Map<string, tls.TLSSocket[]>();
+  const takeSpare = (host: string, port: number): tls.TLSSocket | null => {
+    const list = spares.get(`${host}:${port}`);
+    let s: tls.TLSSocket | undefined;
+    while ((s = list?.shift())) if (!s.destroyed) return s;
+    spares.delete(`${host}:${port}`);
+    return null;
+  };
+
+  const tlsConnection = (opts: tls.ConnectionOptions, alpn = ["http/1.1"]): tls.TLSSocket => {
     const host = String(opts.host ?? "");
+    const spare = alpn.length === 1 ? takeSpare(host, Number(opts.port)) : null;
+    if (spare) return spare;
     const early = refusedSocket(host, Number(opts.port));
     if (early) return early as tls.TLSSocket;
     const socket = tls.connect({
@@ -82,7 +106,7 @@ export function createConnector(o: ConnectorOptions): Connector {
       lookup: guard.lookupFor(Number(opts.port)),
       // SNI is a DNS name; IP literals get none (RFC 6066 §3).
       servername: net.isIP(host) ? "" : host,
-      ALPNProtocols: ["http/1.1"],
+      ALPNProtocols: alpn,
       // Crawler semantics: record invalid certificates and write the verdict down, unless told to refuse.
       rejectUnauthorized: o.rejectInvalidCerts,
       secureContext,
@@ -108,17 +132,35 @@ export function createConnector(o: ConnectorOptions): Connector {
   };
   const makeHttps = (keepAlive: boolean) => {
     const a = new https.Agent({ ...agentOpts, keepAlive, maxCachedSessions: 100 });
-    a.createConnection = tlsConnection as typeof a.createConnection;
+    a.createConnection = ((opts: tls.ConnectionOptions) => tlsConnection(opts)) as typeof a.createConnection;
     return a;
   };
   const agents = { http: makeHttp(true), https: makeHttps(true), httpFresh: makeHttp(false), httpsFresh: makeHttps(false) };
-  return {
+  const connector: Connector = {
     ...agents,
     guard,
+    h2: null,
+    connectTls: (host, port, alpn) => tlsConnection({ host, port }, alpn),
+    adoptHttps(socket, host, port) {
+      const key = `${host}:${port}`;
+      spares.set(key, [...(spares.get(key) ?? []), socket]);
+      // Unused for a while (the request that wanted it went elsewhere): not kept open for nothing.
+      setTimeout(() => {
+        if (spares.get(key)?.includes(socket)) {
+          spares.set(key, spares.get(key)!.filter((s) => s !== socket));
+          socket.destroy();
+        }
+      }, 5000).unref();
+    },
     destroy() {
       for (const a of Object.values(agents)) a.destroy();
+      for (const list of spares.values()) for (const s of list) s.destroy();
+      spares.clear();
+      connector.h2?.close();
     },
   };
+  if (o.http2) connector.h2 = new H2Pool(connector);
+  return connector;
 }
 
 function armConnectTimeout(socket: net.Socket, readyEvent: string, ms: number, opts: { host?: string | null; port?: number | string | null }) {

@@ -50,6 +50,10 @@ export function classifyUpstreamError(e: unknown, hostPort: string, phase: "conn
   if (code.startsWith("HPE_")) {
     return { status: 502, fetchStatus: -3, error: new ProxyError("ERR_UPSTREAM_PARSE", `invalid HTTP response from ${hostPort}: ${code} ${msg}`, e) };
   }
+  if (code.startsWith("ERR_HTTP2_STREAM") || code === "ERR_HTTP2_GOAWAY_SESSION" || code === "ERR_HTTP2_SESSION_ERROR") {
+    // An h2 stream reset (RST_STREAM) or its session gone (GOAWAY) before the response head.
+    return { status: 502, fetchStatus: -3, error: new ProxyError("ERR_UPSTREAM_CLOSED", `upstream ${hostPort} reset the stream before responding (${msg})`, e) };
+  }
   if (code === "ECONNRESET" || code === "EPIPE" || msg === "socket hang up") {
     return { status: 502, fetchStatus: -3, error: new ProxyError("ERR_UPSTREAM_CLOSED", `upstream ${hostPort} closed before responding`, e) };
   }

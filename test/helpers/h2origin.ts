@@ -1,0 +1,80 @@
+/** HTTP/2 origins written with node:http2, for the h2 upstream leg (http2.md). */
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
+import type { OriginCerts } from "./certs.js";
+import { bytesOf } from "./origin.js";
+
+export interface H2Origin {
+  url: string;
+  port: number;
+  /** h2 sessions opened by clients so far. */
+  sessions: number;
+  /** Requests seen: method, path, raw header list (pseudo-headers included), body. */
+  seen: Array<{ method: string; path: string; rawHeaders: string[]; body: Buffer }>;
+  close(): Promise<void>;
+}
+
+export const GZIP_BODY = gzipSync(Buffer.from("<html>" + "compressible h2 text ".repeat(400) + "</html>"));
+
+/** Answers by path: /bytes/N, /gzip, /reset/N (RST_STREAM after N bytes), /echo (the request body), /fields. */
+function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): void {
+  const n = Number(path.split("?")[0]!.split("/")[2] ?? 0);
+  if (path.startsWith("/bytes/")) {
+    stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n });
+    stream.end(bytesOf(n, n));
+  } else if (path.startsWith("/gzip")) {
+    stream.respond({ ":status": 200, "content-type": "text/html", "content-encoding": "gzip" });
+    stream.end(GZIP_BODY);
+  } else if (path.startsWith("/reset/")) {
+    stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n * 2 });
+    stream.write(bytesOf(n, n), () => setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 50));
+  } else if (path.startsWith("/echo")) {
+    stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": body.length });
+    stream.end(body);
+  } else if (path.startsWith("/fields")) {
+    stream.respond({ ":status": 299, "x-dup": ["one", "two"], "set-cookie": ["a=1", "b=2"], "content-type": "text/plain" });
+    stream.end("fields");
+  } else {
+    stream.respond({ ":status": 404 });
+    stream.end();
+  }
+}
+
+export async function startH2Origin(certs: OriginCerts, o: { allowHTTP1: boolean }): Promise<H2Origin> {
+  const server = http2.createSecureServer({ key: certs.key, cert: certs.cert, allowHTTP1: o.allowHTTP1 });
+  const origin: H2Origin = { url: "", port: 0, sessions: 0, seen: [], close: () => new Promise((r) => server.close(() => r())) };
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s) => {
+    origin.sessions++;
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
+  });
+  server.on("stream", (stream, headers, _flags, raw: string[]) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("error", () => undefined);
+    stream.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const path = String(headers[":path"]);
+      origin.seen.push({ method: String(headers[":method"]), path, rawHeaders: raw, body });
+      respond(stream, path, body);
+    });
+  });
+  if (o.allowHTTP1) {
+    server.on("request", (req, res) => {
+      if (req.httpVersionMajor === 2) return;
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("over http/1.1");
+    });
+  }
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  origin.port = (server.address() as AddressInfo).port;
+  origin.url = `https://127.0.0.1:${origin.port}`;
+  const close = origin.close;
+  origin.close = async () => {
+    for (const s of sessions) s.destroy();
+    await close();
+  };
+  return origin;
+}

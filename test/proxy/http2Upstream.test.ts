@@ -1,0 +1,162 @@
+/**
+ * HTTP/2 toward origins (http2.md §1, §2): lathe offers ALPN h2 and http/1.1, multiplexes streams
+ * on one session per origin, and records each h2 exchange as its HTTP/1.1 form.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ProxyAgent, fetch as undiciFetch } from "undici";
+import { originCerts } from "../helpers/certs.js";
+import { GZIP_BODY, startH2Origin, type H2Origin } from "../helpers/h2origin.js";
+import { bytesOf, startHttpsOrigin, type Origin } from "../helpers/origin.js";
+import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
+import { checkDigests, digestString, readAllWarcs, type ReadRecord } from "../helpers/warcs.js";
+
+const uri = (r: ReadRecord) => r.get("WARC-Target-URI") ?? "";
+
+async function get(agent: ProxyAgent, url: string, init: Parameters<typeof undiciFetch>[1] = {}): Promise<{ status: number; body: Buffer; headers: Headers }> {
+  const r = await undiciFetch(url, { dispatcher: agent, ...init });
+  return { status: r.status, body: Buffer.from(await r.arrayBuffer()), headers: r.headers };
+}
+
+describe("HTTP/2 toward origins", () => {
+  const certs = originCerts();
+  let h2only: H2Origin;
+  let both: H2Origin;
+  let h1only: Origin;
+  let lathe: TestLathe;
+  let agent: ProxyAgent;
+  let records: ReadRecord[];
+
+  beforeAll(async () => {
+    h2only = await startH2Origin(certs, { allowHTTP1: false });
+    both = await startH2Origin(certs, { allowHTTP1: true });
+    h1only = await startHttpsOrigin(certs);
+    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+    agent = new ProxyAgent({ uri: lathe.proxyUrl, requestTls: { ca: lathe.ca.caCertPem } });
+  });
+  afterAll(async () => {
+    await agent.close();
+    await lathe.stop();
+    await Promise.all([h2only.close(), both.close(), h1only.close()]);
+  });
+
+  it("reaches an h2-only origin, 50 concurrent requests on one h2 session", async () => {
+    const sizes = Array.from({ length: 50 }, (_, i) => 10 + i * 1013);
+    const answers = await Promise.all(sizes.map((n) => get(agent, `${h2only.url}/bytes/${n}?c=${n}`)));
+    for (const [i, a] of answers.entries()) {
+      expect(a.status).toBe(200);
+      expect(a.body.equals(bytesOf(sizes[i]!, sizes[i]!))).toBe(true);
+    }
+    expect(h2only.sessions).toBe(1);
+  });
+
+  it("passes a gzip-encoded body through undecoded, and duplicate fields as they came", async () => {
+    const raw = await get(agent, `${h2only.url}/gzip`, { headers: { "accept-encoding": "gzip" } });
+    expect(raw.status).toBe(200);
+    const f = await get(agent, `${h2only.url}/fields`);
+    expect(f.status).toBe(299);
+    expect(f.headers.get("x-dup")).toBe("one, two");
+    expect(f.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+  });
+
+  it("sends a chunked request body on as DATA, recorded with a content-length of its own", async () => {
+    const body = bytesOf(70_000, 9);
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(body.subarray(0, 30_000));
+        c.enqueue(body.subarray(30_000));
+        c.close();
+      },
+    });
+    const a = await get(agent, `${h2only.url}/echo?chunked`, { method: "POST", body: stream, duplex: "half" } as Parameters<typeof undiciFetch>[1]);
+    expect(a.status).toBe(200);
+    expect(a.body.equals(body)).toBe(true);
+    expect(h2only.seen.find((s) => s.path === "/echo?chunked")!.body.equals(body)).toBe(true);
+  });
+
+  it("cuts the client's response and records what came when the origin resets the stream mid-body", async () => {
+    await expect(get(agent, `${h2only.url}/reset/40000`)).rejects.toThrow();
+    // The session is still good for the next request.
+    const after = await get(agent, `${h2only.url}/bytes/100?after-reset`);
+    expect(after.status).toBe(200);
+  });
+
+  it("uses HTTP/1.1 with an origin that offers only that, and h2 with one that offers both", async () => {
+    for (let i = 0; i < 3; i++) expect((await get(agent, `${h1only.url}/bytes/${500 + i}?h1only=${i}`)).status).toBe(200);
+    expect((await get(agent, `${both.url}/bytes/600?both`)).status).toBe(200);
+    expect(both.seen.some((s) => s.path === "/bytes/600?both")).toBe(true);
+  });
+
+  it("records h2 exchanges in HTTP/1.1 form, with WARC-Protocol h2 (http2.md §2)", async () => {
+    await lathe.stop();
+    records = await readAllWarcs(lathe.dir);
+    for (const r of records.filter((x) => x.type === "response" || x.type === "request")) expect(checkDigests(r), uri(r)).toEqual([]);
+    const res = records.find((r) => r.type === "response" && uri(r).endsWith("/bytes/10?c=10"))!;
+    expect(res.httpHead!.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+    expect(res.httpHead).not.toMatch(/(^|\n):/);
+    expect(res.httpHead).toMatch(/\r\ncontent-type: application\/octet-stream\r\n/);
+    expect(res.httpHead).not.toMatch(/transfer-encoding/i);
+    expect(res.getAll("WARC-Protocol")[0]).toBe("h2");
+    expect(res.getAll("WARC-Protocol")[1]).toMatch(/^tls\/1\.[23]$/);
+    const req = records.find((r) => r.type === "request" && uri(r).endsWith("/bytes/10?c=10"))!;
+    expect(req.httpHead!.startsWith(`GET /bytes/10?c=10 HTTP/1.1\r\nhost: 127.0.0.1:${h2only.port}\r\n`)).toBe(true);
+    expect(req.getAll("WARC-Protocol")[0]).toBe("h2");
+
+    const fields = records.find((r) => r.type === "response" && uri(r).endsWith("/fields"))!;
+    expect(fields.httpHead!.startsWith("HTTP/1.1 299 \r\n")).toBe(true);
+    expect(fields.httpHead).toMatch(/\r\nx-dup: one\r\nx-dup: two\r\n/);
+
+    const gz = records.find((r) => r.type === "response" && uri(r).endsWith("/gzip"))!;
+    expect(gz.httpHead).toMatch(/\r\ncontent-encoding: gzip\r\n/);
+    expect(gz.body!.equals(GZIP_BODY)).toBe(true);
+
+    const posted = records.find((r) => r.type === "request" && uri(r).endsWith("/echo?chunked"))!;
+    expect(posted.httpHead).toMatch(/\r\ncontent-length: 70000\r\n\r\n$/);
+    expect(posted.httpHead).not.toMatch(/transfer-encoding/i);
+    expect(posted.body!.equals(bytesOf(70_000, 9))).toBe(true);
+
+    const reset = records.find((r) => r.type === "response" && uri(r).endsWith("/reset/40000"))!;
+    expect(reset.get("WARC-Truncated")).toBe("disconnect");
+    expect(reset.body!.equals(bytesOf(40000, 40000))).toBe(true);
+
+    const h1 = records.filter((r) => r.type === "response" && uri(r).includes("?h1only="));
+    expect(h1).toHaveLength(3);
+    for (const r of h1) expect(r.getAll("WARC-Protocol")[0]).toBe("http/1.1");
+  });
+
+  it("gives an h2 capture and an HTTP/1.1 capture of the same body the same payload digest: the second is a revisit", async () => {
+    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+    await agent.close();
+    agent = new ProxyAgent({ uri: lathe.proxyUrl, requestTls: { ca: lathe.ca.caCertPem } });
+    // Same bytes (bytesOf(n, n)) from the h2 origin, then from the HTTP/1.1 one.
+    expect((await get(agent, `${h2only.url}/bytes/5000?same`)).status).toBe(200);
+    expect((await get(agent, `${h1only.url}/bytes/5000?same`)).status).toBe(200);
+    await lathe.stop();
+    const recs = await readAllWarcs(lathe.dir);
+    const first = recs.find((r) => r.type === "response" && uri(r).startsWith(h2only.url))!;
+    const second = recs.find((r) => uri(r).startsWith(h1only.url) && (r.type === "revisit" || r.type === "response"))!;
+    const sha1 = digestString("sha1", bytesOf(5000, 5000));
+    expect(first.get("WARC-Payload-Digest")).toBe(sha1);
+    expect(second.type).toBe("revisit");
+    expect(second.get("WARC-Payload-Digest")).toBe(sha1);
+    expect(second.get("WARC-Refers-To")).toBe(first.get("WARC-Record-ID"));
+    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+  });
+});
+
+describe("upstream.http2: false", () => {
+  it("speaks HTTP/1.1 to an origin that offers both", async () => {
+    const certs = originCerts();
+    const both = await startH2Origin(certs, { allowHTTP1: true });
+    const lathe = await startTestLathe({ upstream: { caFile: certs.caFile, http2: false } });
+    const agent = new ProxyAgent({ uri: lathe.proxyUrl, requestTls: { ca: lathe.ca.caCertPem } });
+    try {
+      const r = await get(agent, `${both.url}/anything`);
+      expect(r.body.toString()).toBe("over http/1.1");
+      expect(both.sessions).toBe(0);
+    } finally {
+      await agent.close();
+      await lathe.stop();
+      await both.close();
+    }
+  });
+});
