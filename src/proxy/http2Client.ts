@@ -35,6 +35,8 @@ export function createH2TunnelServer(ctx: ProxyContext, tunnelOf: (s: Socket) =>
         ? `lathe: the request's :authority ${JSON.stringify(headers[":authority"] ?? headers.host)} is not this tunnel's host (${tunnel.host}:${tunnel.port}) (RFC 9113 §9.1.2): open a tunnel to that host`
         : "lathe: CONNECT inside an intercepted tunnel is not supported");
     }
+    // Node's HTTP/1.1 server answers `Expect: 100-continue` itself; an h2 stream needs it said.
+    if (String(headers.expect ?? "").toLowerCase() === "100-continue") stream.additionalHeaders({ ":status": 100 });
     onExchange(leg);
   });
   return server;

@@ -110,6 +110,13 @@ describe.skipIf(!hasChromium)(`headless Chromium through lathe${hasChromium ? ""
     // Chromium saw lathe's leaf (issued by lathe's CA), and accepted it.
     expect(securityDetails?.issuer).toMatch(/^lathe CA /);
     expect(securityDetails?.protocol).toMatch(/^TLS 1\.[23]$/);
+    // Chromium spoke h2 to lathe for the page and every subresource, over one tunnel (http2.md §1).
+    const protocols = await page.evaluate(() => [
+      (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).nextHopProtocol,
+      ...performance.getEntriesByType("resource").map((e) => (e as PerformanceResourceTiming).nextHopProtocol),
+    ]);
+    expect(protocols.length).toBeGreaterThanOrEqual(26);
+    expect(new Set(protocols)).toEqual(new Set(["h2"]));
     await page.close();
     expect(failed.filter((f) => f.url.startsWith(origin.url))).toEqual([]);
     const fromOrigin = [...responses.keys()].filter((u) => u.startsWith(origin.url));
@@ -160,7 +167,9 @@ describe.skipIf(!hasChromium)(`headless Chromium through lathe${hasChromium ? ""
       const seen = responses.get(url)!;
       if (seen.body) expect(seen.body.equals(want.body), `${url} as Chromium got it`).toBe(true);
       expect(request.httpHead!.startsWith(`GET ${new URL(url).pathname} HTTP/1.1\r\n`), url).toBe(true);
-      expect(request.httpHead, url).toMatch(/\r\nUser-Agent: [^\r]*Chrome\//);
+      // Names go upstream as the client sent them: title case over HTTP/1.1, lowercase over h2.
+      if (url.startsWith("https:")) expect(request.httpHead, url).toMatch(/\r\nuser-agent: [^\r]*Chrome\//);
+      else expect(request.httpHead, url).toMatch(/\r\nUser-Agent: [^\r]*Chrome\//);
       if (url.startsWith("https:")) expect(response.getAll("WARC-Protocol")).toEqual(["http/1.1", expect.stringMatching(/^tls\/1\.[23]$/)]);
     }
     // The WebSocket handshakes: 101 response (head only) + request with Upgrade: websocket.
