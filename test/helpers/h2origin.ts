@@ -17,7 +17,10 @@ export interface H2Origin {
 
 export const GZIP_BODY = gzipSync(Buffer.from("<html>" + "compressible h2 text ".repeat(400) + "</html>"));
 
-/** Answers by path: /bytes/N, /gzip, /reset/N (RST_STREAM after N bytes), /echo (the request body), /fields. */
+/**
+ * Answers by path: /bytes/N, /gzip, /reset/N (RST_STREAM after N bytes), /goaway/N (GOAWAY, then
+ * N bytes), /echo (the request body), /fields (a status without a phrase, duplicate fields).
+ */
 function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): void {
   const n = Number(path.split("?")[0]!.split("/")[2] ?? 0);
   if (path.startsWith("/bytes/")) {
@@ -29,6 +32,11 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
   } else if (path.startsWith("/reset/")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n * 2 });
     stream.write(bytesOf(n, n), () => setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 50));
+  } else if (path.startsWith("/goaway/")) {
+    // GOAWAY naming this stream as the last one processed: it completes, the next stream goes elsewhere.
+    stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+    stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n });
+    stream.end(bytesOf(n, n));
   } else if (path.startsWith("/echo")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": body.length });
     stream.end(body);

@@ -128,6 +128,26 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     expect(a.body.length).toBe(100);
   });
 
+  it("stays up through a client that opens 1,000 streams and resets each at once", async () => {
+    const session = await h2session(lathe, origin);
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, i) =>
+        new Promise<void>((resolve) => {
+          const r = session.request({ ":path": `/bytes/200000?flood=${i}` });
+          r.on("error", () => undefined);
+          r.on("close", () => resolve());
+          r.close(http2.constants.NGHTTP2_CANCEL);
+        }),
+      ),
+    );
+    session.destroy();
+    const again = await h2session(lathe, origin);
+    const a = await h2request(again, { ":path": "/text/100?after-flood" });
+    again.close();
+    expect(a.status).toBe(200);
+    expect(a.body.length).toBe(100);
+  });
+
   it("curl --http2 gets HTTP/2 through lathe; --http1.1 gets HTTP/1.1", async () => {
     const caFile = join(lathe.certsDir, "ca-for-curl.pem");
     writeFileSync(caFile, lathe.ca.caCertPem);

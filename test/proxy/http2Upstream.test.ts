@@ -80,6 +80,16 @@ describe("HTTP/2 toward origins", () => {
     expect(after.status).toBe(200);
   });
 
+  it("finishes the stream a GOAWAY names, then opens a new session for the next request", async () => {
+    const before = h2only.sessions;
+    const a = await get(agent, `${h2only.url}/goaway/3000`);
+    expect(a.status).toBe(200);
+    expect(a.body.equals(bytesOf(3000, 3000))).toBe(true);
+    const b = await get(agent, `${h2only.url}/bytes/200?after-goaway`);
+    expect(b.status).toBe(200);
+    expect(h2only.sessions).toBe(before + 1);
+  });
+
   it("uses HTTP/1.1 with an origin that offers only that, and h2 with one that offers both", async () => {
     for (let i = 0; i < 3; i++) expect((await get(agent, `${h1only.url}/bytes/${500 + i}?h1only=${i}`)).status).toBe(200);
     expect((await get(agent, `${both.url}/bytes/600?both`)).status).toBe(200);
