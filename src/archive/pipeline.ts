@@ -7,7 +7,7 @@ import type { SocketTap } from "../upstream/tap.js";
 import { httpVersionToken } from "../capture/httpHead.js";
 import type { WarcVersion } from "../warc/date.js";
 import type { DigestAlgorithm } from "../warc/digest.js";
-import { buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
+import { buildExchangeMetadata, buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
 import { digestOf } from "../warc/digest.js";
 import type { DedupPolicy, Deduplicator } from "./dedup.js";
 import type { RecordDraft, WarcWriter, WrittenRecord } from "../warc/types.js";
@@ -40,6 +40,8 @@ export interface CompletedExchange {
   clientProtocol?: string;
   /** "h2" when the origin was spoken to over HTTP/2; else the response's status line says. */
   upstreamProtocol?: "h2";
+  /** What the HTTP/1.1-form records cannot hold: interim statuses and trailers (h2). */
+  extras?: { interim: number[]; trailers: Array<[string, string]> };
 }
 
 export type CaptureOutcome =
@@ -265,6 +267,9 @@ export class Archiver {
     ];
     if (tls && !ex.tap.tlsRecordedFor.has(ex.series)) {
       group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol));
+    }
+    if (ex.extras && (ex.extras.interim.length || ex.extras.trailers.length)) {
+      group.push(buildExchangeMetadata(recordId(this.#o.ids.uuid()), responseId, meta, ex.extras, version, digest));
     }
     return group;
   }

@@ -52,6 +52,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
     session: policy.session?.id,
     clientProtocol: f.clientProtocol,
     ...(f.caps.h2 ? { upstreamProtocol: "h2" as const } : {}),
+    ...(f.caps.extras ? { extras: f.caps.extras } : {}),
     ...(skip ? { skip } : {}),
   };
   const release = chargeBacklog(ctx.archiver, response.rawHead.length + response.wireBodyLength + request.rawHead.length + request.wireBodyLength);

@@ -18,6 +18,8 @@ export interface Captures {
   certError?: string;
   /** Set by the h2 leg: the messages went over HTTP/2 (recorded in their HTTP/1.1 form). */
   h2?: boolean;
+  /** Interim (1xx) statuses and trailers the h2 leg received, for the exchange's metadata record. */
+  extras?: { interim: number[]; trailers: Array<[string, string]> };
 }
 
 /**

@@ -132,6 +132,10 @@ class Exchange {
       up.destroy(new ProxyError("ERR_UPSTREAM_TIMEOUT", `${this.#hostPort} was silent for ${idleTimeoutMs} ms (upstream.idleTimeoutMs)`));
     });
     this.#pipeRequestBody(up);
+    // 103 Early Hints go on to the client (http2.md §2.12); 100 Continue is each leg's own business.
+    up.onInterim((status, raw) => {
+      if (status === 103) this.#client.sendInterim(status, forwardResponseHeaders(raw));
+    });
     up.onResponse((res) => this.#onResponse(res));
   }
 

@@ -17,6 +17,16 @@ export function http1ClientLeg(req: IncomingMessage, res: ServerResponse, target
       return res.destroyed || res.writableEnded;
     },
     sendHead: (head) => sendOriginHead(res, head),
+    sendInterim: (status, headers) => {
+      // Node's HTTP/1.1 server can send one kind of 1xx of its own making: 103, which needs a Link.
+      if (status !== 103 || res.headersSent) return;
+      const hints: Record<string, string | string[]> = {};
+      for (let i = 0; i < headers.length; i += 2) {
+        const n = headers[i]!.toLowerCase();
+        hints[n] = n in hints ? [hints[n]!].flat().concat(headers[i + 1]!) : headers[i + 1]!;
+      }
+      if (hints.link) res.writeEarlyHints(hints as { link: string | string[] });
+    },
     write: (chunk) => res.write(chunk),
     onDrain: (cb) => res.on("drain", cb),
     get needsDrain() {

@@ -29,6 +29,7 @@ export function http1Request(ctx: ProxyContext, t: Target, caps: Captures, o: Ht
     write: (chunk) => upReq.write(chunk),
     end: () => upReq.end(),
     onDrain: (cb) => upReq.on("drain", cb),
+    onInterim: (cb) => upReq.on("information", (info: http.InformationEvent) => cb(info.statusCode, info.rawHeaders)),
     onResponse: (cb) => upReq.on("response", (res: IncomingMessage) => cb(responseOf(res))),
     onError: (cb) => {
       onError = cb;

@@ -130,6 +130,9 @@ function http2ClientLeg(stream: ServerHttp2Stream, head: ClientLeg["head"], hasB
       return stream.destroyed || stream.closed || stream.writableEnded;
     },
     sendHead: (h) => stream.respond(h2Headers(h), withDate(false)),
+    sendInterim: (status, headers) => {
+      if (!stream.headersSent && !stream.destroyed) stream.additionalHeaders(h2Headers({ status, headers }));
+    },
     write: (chunk) => stream.write(chunk),
     onDrain: (cb) => stream.on("drain", cb),
     get needsDrain() {

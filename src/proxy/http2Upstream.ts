@@ -43,6 +43,20 @@ export function http2Request(ctx: ProxyContext, session: ClientHttp2Session, tap
     headers[n] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [String(prev)]), v];
   }
   const stream: ClientHttp2Stream = session.request(headers, { endStream: !o.hasBody });
+  const extras: NonNullable<Captures["extras"]> = { interim: [], trailers: [] };
+  caps.extras = extras;
+  // 1xx before the final head (103 Early Hints), and trailers after the DATA: kept for the
+  // exchange's metadata record (http2.md §2.11, §2.12).
+  const interim: Array<(status: number, raw: string[]) => void> = [];
+  stream.on("headers", (h: IncomingHttpHeaders, _flags: number, raw?: string[]) => {
+    const status = Number(h[":status"]);
+    extras.interim.push(status);
+    for (const cb of interim) cb(status, withoutPseudo(raw ?? []));
+  });
+  stream.on("trailers", (h: IncomingHttpHeaders, _flags: number, raw?: string[]) => {
+    if (raw) for (let i = 0; i < raw.length; i += 2) extras.trailers.push([raw[i]!, raw[i + 1]!]);
+    else for (const [n, v] of Object.entries(h)) for (const one of [v ?? []].flat()) extras.trailers.push([n, String(one)]);
+  });
   const state = { responded: false, errored: false, complete: false };
   return {
     write: (chunk) => {
@@ -53,6 +67,7 @@ export function http2Request(ctx: ProxyContext, session: ClientHttp2Session, tap
       if (!stream.writableEnded) stream.end();
     },
     onDrain: (cb) => stream.on("drain", cb),
+    onInterim: (cb) => interim.push(cb),
     onResponse: (cb) =>
       stream.once("response", (h: IncomingHttpHeaders, _flags: number, raw: string[]) => {
         state.responded = true;

@@ -24,6 +24,8 @@ export interface UpstreamRequest {
   write(chunk: Buffer): boolean;
   end(): void;
   onDrain(cb: () => void): void;
+  /** An interim (1xx) response arrived before the final one: its status and raw fields. */
+  onInterim(cb: (status: number, rawHeaders: string[]) => void): void;
   /** The response head arrived (once). */
   onResponse(cb: (res: UpstreamResponse) => void): void;
   /** A failure: before the response head, or while its body arrives. */

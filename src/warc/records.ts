@@ -114,7 +114,32 @@ export function buildTlsMetadata(
   // The protocol the client spoke to lathe on the tunnel the exchange came in on (http2.md §2.10):
   // not the recorded messages' protocol, which is the upstream leg's.
   const client = clientProtocol ? `client-protocol: ${clientProtocol}\r\n` : "";
-  const body = Buffer.from(tlsFields(tls) + client, "latin1");
+  const extra: Array<[string, string]> = [];
+  if (tls.protocol) extra.push(["WARC-Protocol", tls.protocol]);
+  if (tls.cipherSuite) extra.push(["WARC-Cipher-Suite", tls.cipherSuite]);
+  return fieldsMetadata(id, concurrentTo, meta, tlsFields(tls) + client, extra, version, alg);
+}
+
+/**
+ * What an h2 exchange had that its HTTP/1.1-form records cannot hold (http2.md §2.11, §2.12):
+ * trailers (`trailer: Name: value`) and interim responses (`interim: 103`), in a metadata record
+ * concurrent to the response.
+ */
+export function buildExchangeMetadata(
+  id: string,
+  concurrentTo: string,
+  meta: CaptureMeta,
+  extras: { interim: number[]; trailers: Array<[string, string]> },
+  version: WarcVersion,
+  alg: DigestAlgorithm,
+): RecordDraft {
+  const lines = [...extras.interim.map((s) => `interim: ${s}`), ...extras.trailers.map(([n, v]) => `trailer: ${n}: ${v}`)];
+  return fieldsMetadata(id, concurrentTo, meta, lines.map((l) => l + "\r\n").join(""), [], version, alg);
+}
+
+/** A `metadata` record of `application/warc-fields` about a capture (its response is `concurrentTo`). */
+function fieldsMetadata(id: string, concurrentTo: string, meta: CaptureMeta, text: string, extra: Array<[string, string]>, version: WarcVersion, alg: DigestAlgorithm): RecordDraft {
+  const body = Buffer.from(text, "latin1");
   const fields: Array<[string, string]> = [
     ["WARC-Type", "metadata"],
     ["WARC-Record-ID", id],
@@ -123,9 +148,7 @@ export function buildTlsMetadata(
     ["WARC-Concurrent-To", concurrentTo],
   ];
   if (meta.ip) fields.push(["WARC-IP-Address", meta.ip]);
-  if (tls.protocol) fields.push(["WARC-Protocol", tls.protocol]);
-  if (tls.cipherSuite) fields.push(["WARC-Cipher-Suite", tls.cipherSuite]);
-  fields.push(["WARC-Block-Digest", digestOf(alg, body)], ["Content-Type", "application/warc-fields"]);
+  fields.push(...extra, ["WARC-Block-Digest", digestOf(alg, body)], ["Content-Type", "application/warc-fields"]);
   return { type: "metadata", id, fields, block: [body] };
 }
 

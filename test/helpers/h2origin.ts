@@ -37,6 +37,12 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
     stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n });
     stream.end(bytesOf(n, n));
+  } else if (path.startsWith("/trailers")) {
+    // 103 Early Hints, then the response, then trailers after the DATA.
+    stream.additionalHeaders({ ":status": 103, link: "</style.css>; rel=preload" });
+    stream.respond({ ":status": 200, "content-type": "text/plain" }, { waitForTrailers: true });
+    stream.on("wantTrailers", () => stream.sendTrailers({ "x-checksum": "abc123", "x-count": "3" }));
+    stream.end("with trailers");
   } else if (path.startsWith("/echo")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": body.length });
     stream.end(body);

@@ -214,6 +214,9 @@ describe("header fidelity and faults", () => {
     expect(cd.body.toString()).toBe("until the end");
     const interim = await viaProxy(lathe.proxyUrl, `${raw.url}/interim`);
     expect(interim.body.toString()).toBe("final");
+    // The origin's 103 Early Hints reach the client before the final response.
+    const wire = await rawExchange(lathe.proxyUrl, `GET ${raw.url}/interim HTTP/1.1\r\nHost: ${new URL(raw.url).host}\r\nConnection: close\r\n\r\n`);
+    expect(wire).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n(?:[^\r]*\r\n)*?link: <\/x\.css>; rel=preload\r\n(?:[^\r]*\r\n)*\r\nHTTP\/1\.1 200 OK\r\n/i);
     await lathe.stop();
     const recs = await readAllWarcs(lathe.dir);
     for (const r of recs) expect(checkDigests(r)).toEqual([]);

@@ -5,8 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import http2 from "node:http2";
-import net from "node:net";
-import tls from "node:tls";
 import { promisify } from "node:util";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,47 +13,9 @@ import { bytesOf, startHttpsOrigin, type Origin } from "../helpers/origin.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
 import { checkDigests, readAllWarcs } from "../helpers/warcs.js";
 import { joinCookies } from "../../src/proxy/http2Client.js";
+import { h2request, h2session, tunnel } from "../helpers/h2client.js";
 
 const run = promisify(execFile);
-
-/** CONNECT through lathe, then TLS offering `alpn`; resolves with the TLS socket. */
-function tunnel(lathe: TestLathe, port: number, alpn: string[]): Promise<tls.TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(lathe.address.port, "127.0.0.1");
-    s.once("error", reject);
-    s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
-    s.once("data", (d) => {
-      if (!/^HTTP\/1\.1 200/.test(d.toString())) return reject(new Error(d.toString()));
-      const t = tls.connect({ socket: s, host: "127.0.0.1", ca: lathe.ca.caCertPem, ALPNProtocols: alpn }, () => resolve(t));
-      t.once("error", reject);
-    });
-  });
-}
-
-interface H2Answer {
-  status: number;
-  headers: http2.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-function h2request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const r = session.request(headers, { endStream: body === undefined });
-    const chunks: Buffer[] = [];
-    let head: http2.IncomingHttpHeaders = {};
-    r.on("response", (h) => (head = h));
-    r.on("data", (c: Buffer) => chunks.push(c));
-    r.on("end", () => resolve({ status: Number(head[":status"]), headers: head, body: Buffer.concat(chunks) }));
-    r.on("error", reject);
-    if (body !== undefined) r.end(body);
-  });
-}
-
-async function h2session(lathe: TestLathe, origin: Origin): Promise<http2.ClientHttp2Session> {
-  const t = await tunnel(lathe, origin.port, ["h2", "http/1.1"]);
-  expect(t.alpnProtocol).toBe("h2");
-  return http2.connect(`https://127.0.0.1:${origin.port}`, { createConnection: () => t });
-}
 
 describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
   const certs = originCerts();

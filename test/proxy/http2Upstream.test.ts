@@ -4,7 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProxyAgent, fetch as undiciFetch } from "undici";
+import http2 from "node:http2";
 import { originCerts } from "../helpers/certs.js";
+import { h2session } from "../helpers/h2client.js";
 import { GZIP_BODY, startH2Origin, type H2Origin } from "../helpers/h2origin.js";
 import { bytesOf, startHttpsOrigin, type Origin } from "../helpers/origin.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
@@ -90,6 +92,23 @@ describe("HTTP/2 toward origins", () => {
     expect(h2only.sessions).toBe(before + 1);
   });
 
+  it("lists 1xx and trailers of an h2 response in a metadata record concurrent to it", async () => {
+    const a = await get(agent, `${h2only.url}/trailers`);
+    expect(a.status).toBe(200);
+    expect(a.body.toString()).toBe("with trailers");
+    // An h2 client through lathe gets the 103 Early Hints before the response.
+    const session = await h2session(lathe, h2only);
+    const hints = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      const r = session.request({ ":path": "/trailers?h2client" });
+      r.on("headers", (h) => resolve(h));
+      r.on("response", () => reject(new Error("the final response came without the 103 before it")));
+      r.resume();
+    });
+    session.close();
+    expect(hints[":status"]).toBe(103);
+    expect(hints.link).toBe("</style.css>; rel=preload");
+  });
+
   it("uses HTTP/1.1 with an origin that offers only that, and h2 with one that offers both", async () => {
     for (let i = 0; i < 3; i++) expect((await get(agent, `${h1only.url}/bytes/${500 + i}?h1only=${i}`)).status).toBe(200);
     expect((await get(agent, `${both.url}/bytes/600?both`)).status).toBe(200);
@@ -123,6 +142,15 @@ describe("HTTP/2 toward origins", () => {
     expect(posted.httpHead).toMatch(/\r\ncontent-length: 70000\r\n\r\n$/);
     expect(posted.httpHead).not.toMatch(/transfer-encoding/i);
     expect(posted.body!.equals(bytesOf(70_000, 9))).toBe(true);
+
+    const withTrailers = records.find((r) => r.type === "response" && uri(r).endsWith("/trailers"))!;
+    expect(withTrailers.httpHead!.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+    expect(withTrailers.body!.toString()).toBe("with trailers");
+    const extras = records.find((r) => r.type === "metadata" && r.get("WARC-Concurrent-To") === withTrailers.get("WARC-Record-ID") && r.block.toString().includes("trailer:"))!;
+    expect(extras.get("Content-Type")).toBe("application/warc-fields");
+    expect(extras.block.toString()).toBe("interim: 103\r\ntrailer: x-checksum: abc123\r\ntrailer: x-count: 3\r\n");
+    // Responses without either get no such record.
+    expect(records.some((r) => r.type === "metadata" && r.block.toString().includes("interim:") && r.get("WARC-Concurrent-To") === res.get("WARC-Record-ID"))).toBe(false);
 
     const reset = records.find((r) => r.type === "response" && uri(r).endsWith("/reset/40000"))!;
     expect(reset.get("WARC-Truncated")).toBe("disconnect");
