@@ -237,6 +237,7 @@ export class Archiver {
       cipherSuite: tls?.cipherSuite,
     };
     const responseId = recordId(this.#o.ids.uuid());
+    const requestId = recordId(this.#o.ids.uuid());
     const group: RecordDraft[] = [
       revisit
         ? buildRevisit(responseId, meta, ex.response.storedHead, digestOf(digest, ex.response.storedHead), revisit, version)
@@ -253,7 +254,7 @@ export class Archiver {
         version,
       ),
       buildRequest(
-        recordId(this.#o.ids.uuid()),
+        requestId,
         responseId,
         meta,
         {
@@ -265,11 +266,15 @@ export class Archiver {
         version,
       ),
     ];
+    // A request whose content-length lathe wrote (http2.md §2.6) is named in the TLS metadata
+    // record, or in the exchange's own metadata record when the connection's was written before.
+    const synthesized = ex.request.addedContentLength ? [`synthesized-request-content-length: ${requestId}`] : [];
     if (tls && !ex.tap.tlsRecordedFor.has(ex.series)) {
-      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol));
+      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol, synthesized.splice(0)));
     }
-    if (ex.extras && (ex.extras.interim.length || ex.extras.trailers.length)) {
-      group.push(buildExchangeMetadata(recordId(this.#o.ids.uuid()), responseId, meta, ex.extras, version, digest));
+    const extras = { interim: ex.extras?.interim ?? [], trailers: ex.extras?.trailers ?? [], notes: synthesized };
+    if (extras.interim.length || extras.trailers.length || extras.notes.length) {
+      group.push(buildExchangeMetadata(recordId(this.#o.ids.uuid()), responseId, meta, extras, version, digest));
     }
     return group;
   }

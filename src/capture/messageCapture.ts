@@ -48,6 +48,8 @@ export interface CapturedMessage {
   framingError: { offset: number; reason: string } | null;
   firstByteMicros: bigint;
   headFields: ParsedHead["fields"];
+  /** The stored head got a `content-length` the message did not carry (bodyUntilEnd). */
+  addedContentLength: boolean;
   dispose(): Promise<void>;
 }
 
@@ -305,6 +307,7 @@ export class MessageCapture {
     return {
       rawHead: head.bytes,
       storedHead,
+      addedContentLength: addedLength,
       startLine: head.startLine,
       status: this.#status,
       body,

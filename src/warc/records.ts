@@ -110,10 +110,11 @@ export function buildTlsMetadata(
   version: WarcVersion,
   alg: DigestAlgorithm,
   clientProtocol?: string,
+  notes: string[] = [],
 ): RecordDraft {
   // The protocol the client spoke to lathe on the tunnel the exchange came in on (http2.md §2.10):
   // not the recorded messages' protocol, which is the upstream leg's.
-  const client = clientProtocol ? `client-protocol: ${clientProtocol}\r\n` : "";
+  const client = (clientProtocol ? `client-protocol: ${clientProtocol}\r\n` : "") + notes.map((n) => n + "\r\n").join("");
   const extra: Array<[string, string]> = [];
   if (tls.protocol) extra.push(["WARC-Protocol", tls.protocol]);
   if (tls.cipherSuite) extra.push(["WARC-Cipher-Suite", tls.cipherSuite]);
@@ -129,11 +130,11 @@ export function buildExchangeMetadata(
   id: string,
   concurrentTo: string,
   meta: CaptureMeta,
-  extras: { interim: number[]; trailers: Array<[string, string]> },
+  extras: { interim: number[]; trailers: Array<[string, string]>; notes?: string[] },
   version: WarcVersion,
   alg: DigestAlgorithm,
 ): RecordDraft {
-  const lines = [...extras.interim.map((s) => `interim: ${s}`), ...extras.trailers.map(([n, v]) => `trailer: ${n}: ${v}`)];
+  const lines = [...extras.interim.map((s) => `interim: ${s}`), ...extras.trailers.map(([n, v]) => `trailer: ${n}: ${v}`), ...(extras.notes ?? [])];
   return fieldsMetadata(id, concurrentTo, meta, lines.map((l) => l + "\r\n").join(""), [], version, alg);
 }
 

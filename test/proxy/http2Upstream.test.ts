@@ -142,6 +142,10 @@ describe("HTTP/2 toward origins", () => {
     expect(posted.httpHead).toMatch(/\r\ncontent-length: 70000\r\n\r\n$/);
     expect(posted.httpHead).not.toMatch(/transfer-encoding/i);
     expect(posted.body!.equals(bytesOf(70_000, 9))).toBe(true);
+    // The content-length lathe wrote is named, once, in a metadata record (http2.md §2.6).
+    const notes = records.filter((r) => r.type === "metadata" && r.block.toString("latin1").includes(`synthesized-request-content-length: ${posted.get("WARC-Record-ID")}\r\n`));
+    expect(notes).toHaveLength(1);
+    expect(records.filter((r) => r.block.toString("latin1").includes("synthesized-request-content-length:"))).toHaveLength(1);
 
     const withTrailers = records.find((r) => r.type === "response" && uri(r).endsWith("/trailers"))!;
     expect(withTrailers.httpHead!.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
