@@ -43,6 +43,15 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
     stream.respond({ ":status": 200, "content-type": "text/plain" }, { waitForTrailers: true });
     stream.on("wantTrailers", () => stream.sendTrailers({ "x-checksum": "abc123", "x-count": "3" }));
     stream.end("with trailers");
+  } else if (path.startsWith("/page/")) {
+    stream.respond({ ":status": 200, "content-type": "text/html; charset=utf-8" });
+    stream.end(pageHtml(n));
+  } else if (path.startsWith("/sub/")) {
+    const name = path.split("?")[0]!.slice("/sub/".length);
+    const type = name.endsWith(".js") ? "text/javascript" : name.endsWith(".css") ? "text/css" : "image/svg+xml";
+    const body = name.endsWith(".js") ? `window.loaded = (window.loaded || 0) + 1; // ${name}` : name.endsWith(".css") ? `.c-${name.length} { color: red }` : `<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><title>${name}</title></svg>`;
+    stream.respond({ ":status": 200, "content-type": type, "content-length": Buffer.byteLength(body) });
+    stream.end(body);
   } else if (path.startsWith("/echo")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": body.length });
     stream.end(body);
@@ -53,6 +62,14 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
     stream.respond({ ":status": 404 });
     stream.end();
   }
+}
+
+/** A page with `n` subresources from the same origin: images, scripts and style sheets in turn. */
+export function pageHtml(n: number): string {
+  const subs = Array.from({ length: n }, (_, i) =>
+    i % 3 === 0 ? `<img src="/sub/${i}.svg">` : i % 3 === 1 ? `<script src="/sub/${i}.js"></script>` : `<link rel="stylesheet" href="/sub/${i}.css">`,
+  );
+  return `<!doctype html><html><head><title>h2 page</title></head><body>${subs.join("\n")}</body></html>`;
 }
 
 export async function startH2Origin(certs: OriginCerts, o: { allowHTTP1: boolean }): Promise<H2Origin> {

@@ -1,0 +1,96 @@
+/**
+ * Headless Chromium through lathe to an h2-only origin (http2.md): the page and its 33
+ * subresources go over h2 on both legs, the origin sees one h2 session, and every resource is
+ * in the WARC in its HTTP/1.1 form with WARC-Protocol h2. Page-load time through lathe against
+ * direct is printed (a report, not a bar).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+import { originCerts } from "../helpers/certs.js";
+import { startH2Origin, type H2Origin } from "../helpers/h2origin.js";
+import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
+import { checkDigests, readAllWarcs } from "../helpers/warcs.js";
+import { within } from "./util.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+const SUBRESOURCES = 33;
+const COMMON = ["--no-sandbox", "--proxy-bypass-list=<-loopback>", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
+
+function launch(args: string[]): Promise<Browser> {
+  return within(30_000, chromium.launch({ executablePath: CHROMIUM, headless: true, timeout: 30_000, args: [...COMMON, ...args] }), "chromium.launch");
+}
+
+/** Load the page in a fresh context; resolves with the load time and every entry's nextHopProtocol. */
+async function load(browser: Browser, url: string): Promise<{ ms: number; protocols: string[]; loaded: number }> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const started = performance.now();
+  const r = await page.goto(url, { waitUntil: "load", timeout: 20_000 });
+  const ms = performance.now() - started;
+  expect(r?.status()).toBe(200);
+  const protocols = await page.evaluate(() => [
+    (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).nextHopProtocol,
+    ...performance.getEntriesByType("resource").map((e) => (e as PerformanceResourceTiming).nextHopProtocol),
+  ]);
+  const loaded = await page.evaluate(() => (window as unknown as { loaded?: number }).loaded ?? 0);
+  await context.close();
+  return { ms, protocols, loaded };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+describe.skipIf(!hasChromium)("headless Chromium through lathe to an h2-only origin", () => {
+  const certs = originCerts();
+  let origin: H2Origin;
+  let lathe: TestLathe;
+  let viaLathe: Browser;
+  let direct: Browser;
+
+  beforeAll(async () => {
+    origin = await startH2Origin(certs, { allowHTTP1: false });
+    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+    viaLathe = await launch([`--proxy-server=${lathe.proxyUrl}`, `--ignore-certificate-errors-spki-list=${lathe.ca.spkiSha256Base64}`]);
+    direct = await launch(["--ignore-certificate-errors"]);
+  });
+  afterAll(async () => {
+    await viaLathe?.close().catch(() => undefined);
+    await direct?.close().catch(() => undefined);
+    await lathe?.stop();
+    await origin?.close();
+  });
+
+  it("loads the page and its subresources over h2 on both legs, and records every one", async () => {
+    const url = `${origin.url}/page/${SUBRESOURCES}`;
+    const first = await load(viaLathe, url);
+    expect(first.loaded).toBe(11); // the 11 scripts ran
+    expect(first.protocols).toHaveLength(1 + SUBRESOURCES);
+    expect(new Set(first.protocols)).toEqual(new Set(["h2"]));
+    // Lathe reached the origin over one multiplexed session.
+    expect(origin.sessions).toBe(1);
+
+    // Page-load time, through lathe and direct, alternating (medians of 3; printed, not asserted).
+    const through: number[] = [];
+    const straight: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      through.push((await load(viaLathe, `${url}?round=${i}`)).ms);
+      straight.push((await load(direct, `${url}?round=${i}`)).ms);
+    }
+    console.log(`h2 page with ${SUBRESOURCES} subresources: through lathe ${median(through).toFixed(0)} ms, direct ${median(straight).toFixed(0)} ms, ratio ${(median(through) / median(straight)).toFixed(2)}`);
+
+    await viaLathe.close();
+    await lathe.stop();
+    const records = await readAllWarcs(lathe.dir);
+    const uri = (r: (typeof records)[number]) => r.get("WARC-Target-URI") ?? "";
+    const pages = records.filter((r) => r.type === "response" && uri(r) === url);
+    expect(pages).toHaveLength(1);
+    for (let i = 0; i < SUBRESOURCES; i++) {
+      const ext = i % 3 === 0 ? "svg" : i % 3 === 1 ? "js" : "css";
+      const rec = records.find((r) => (r.type === "response" || r.type === "revisit") && uri(r) === `${origin.url}/sub/${i}.${ext}`);
+      expect(rec, `sub/${i}.${ext}`).toBeDefined();
+      expect(rec!.getAll("WARC-Protocol")[0]).toBe("h2");
+    }
+    for (const r of records.filter((x) => x.type === "response" || x.type === "request")) expect(checkDigests(r), uri(r)).toEqual([]);
+  });
+});
