@@ -52,6 +52,20 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
     const body = name.endsWith(".js") ? `window.loaded = (window.loaded || 0) + 1; // ${name}` : name.endsWith(".css") ? `.c-${name.length} { color: red }` : `<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><title>${name}</title></svg>`;
     stream.respond({ ":status": 200, "content-type": type, "content-length": Buffer.byteLength(body) });
     stream.end(body);
+  } else if (path.startsWith("/stream/")) {
+    // N bytes made as they are sent (64 KiB at a time, with back-pressure): nothing held whole.
+    stream.respond({ ":status": 200, "content-type": "video/mp4", "content-length": n });
+    let sent = 0;
+    const more = () => {
+      while (sent < n) {
+        const size = Math.min(65536, n - sent);
+        const chunk = streamChunk(sent, size);
+        sent += size;
+        if (!stream.write(chunk)) return void stream.once("drain", more);
+      }
+      stream.end();
+    };
+    more();
   } else if (path.startsWith("/echo")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": body.length });
     stream.end(body);
@@ -62,6 +76,13 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
     stream.respond({ ":status": 404 });
     stream.end();
   }
+}
+
+/** The bytes of /stream/N from `offset`: a pattern anyone can recompute. */
+export function streamChunk(offset: number, size: number): Buffer {
+  const b = Buffer.allocUnsafe(size);
+  for (let i = 0; i < size; i++) b[i] = ((offset + i) * 2654435761) >>> 24;
+  return b;
 }
 
 /** A page with `n` subresources from the same origin: images, scripts and style sheets in turn. */
