@@ -108,6 +108,23 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     expect(a.body.length).toBe(100);
   });
 
+  it("answers malformed frames and fields with the right h2 error, and keeps serving", async () => {
+    const authority = `127.0.0.1:${origin.port}`;
+    // A HEADERS block whose HPACK does not decode: the connection is closed, GOAWAY COMPRESSION_ERROR.
+    const garbage = await rawH2(lathe, origin.port, frame(0x1, 0x4 | 0x1, 1, Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff])));
+    expect(frames(garbage).find((f) => f.type === 0x7)?.payload.readUInt32BE(4)).toBe(0x9);
+    // An upper-case field name (malformed in h2): that stream is reset, PROTOCOL_ERROR.
+    const block = Buffer.concat([Buffer.from([0x82, 0x84, 0x87, 0x41, authority.length]), Buffer.from(authority), Buffer.from([0x00, 5]), Buffer.from("X-Bad"), Buffer.from([1]), Buffer.from("1")]);
+    const upper = await rawH2(lathe, origin.port, frame(0x1, 0x4 | 0x1, 1, block));
+    const rst = frames(upper).find((f) => f.type === 0x3 && f.stream === 1);
+    expect(rst?.payload.readUInt32BE(0)).toBe(0x1);
+    // lathe is still up and serving h2.
+    const session = await h2session(lathe, origin);
+    const a = await h2request(session, { ":path": "/text/10?after-malformed" });
+    session.close();
+    expect(a.status).toBe(200);
+  });
+
   it("curl --http2 gets HTTP/2 through lathe; --http1.1 gets HTTP/1.1", async () => {
     const caFile = join(lathe.certsDir, "ca-for-curl.pem");
     writeFileSync(caFile, lathe.ca.caCertPem);
@@ -135,6 +152,38 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     expect([...clientProtocols].every((p) => p === "h2" || p === "http/1.1")).toBe(true);
   });
 });
+
+/** An h2 frame: 9-byte header (length, type, flags, stream id) and payload. */
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const h = Buffer.alloc(9);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(stream, 5);
+  return Buffer.concat([h, payload]);
+}
+
+function frames(b: Buffer): Array<{ type: number; stream: number; payload: Buffer }> {
+  const out: Array<{ type: number; stream: number; payload: Buffer }> = [];
+  for (let i = 0; i + 9 <= b.length; ) {
+    const len = b.readUIntBE(i, 3);
+    out.push({ type: b[i + 3]!, stream: b.readUInt32BE(i + 5) & 0x7fffffff, payload: b.subarray(i + 9, i + 9 + len) });
+    i += 9 + len;
+  }
+  return out;
+}
+
+/** Speak raw h2 through a tunnel: preface, empty SETTINGS, then `bytes`; resolves with what came back in 1 s. */
+async function rawH2(lathe: TestLathe, port: number, bytes: Buffer): Promise<Buffer> {
+  const t = await tunnel(lathe, port, ["h2"]);
+  const chunks: Buffer[] = [];
+  t.on("data", (c: Buffer) => chunks.push(c));
+  t.on("error", () => undefined);
+  t.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0x4, 0, 0, Buffer.alloc(0)), bytes]));
+  await new Promise((r) => setTimeout(r, 1000));
+  t.destroy();
+  return Buffer.concat(chunks);
+}
 
 describe("proxy.http2: false", () => {
   it("offers only http/1.1 inside tunnels", async () => {
