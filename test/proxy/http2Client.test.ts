@@ -14,6 +14,7 @@ import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
 import { checkDigests, readAllWarcs } from "../helpers/warcs.js";
 import { joinCookies } from "../../src/proxy/http2Client.js";
 import { h2request, h2session, tunnel } from "../helpers/h2client.js";
+import { PREFACE, frame, frames } from "../helpers/h2frames.js";
 
 const run = promisify(execFile);
 
@@ -153,33 +154,13 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
   });
 });
 
-/** An h2 frame: 9-byte header (length, type, flags, stream id) and payload. */
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-
-function frames(b: Buffer): Array<{ type: number; stream: number; payload: Buffer }> {
-  const out: Array<{ type: number; stream: number; payload: Buffer }> = [];
-  for (let i = 0; i + 9 <= b.length; ) {
-    const len = b.readUIntBE(i, 3);
-    out.push({ type: b[i + 3]!, stream: b.readUInt32BE(i + 5) & 0x7fffffff, payload: b.subarray(i + 9, i + 9 + len) });
-    i += 9 + len;
-  }
-  return out;
-}
-
 /** Speak raw h2 through a tunnel: preface, empty SETTINGS, then `bytes`; resolves with what came back in 1 s. */
 async function rawH2(lathe: TestLathe, port: number, bytes: Buffer): Promise<Buffer> {
   const t = await tunnel(lathe, port, ["h2"]);
   const chunks: Buffer[] = [];
   t.on("data", (c: Buffer) => chunks.push(c));
   t.on("error", () => undefined);
-  t.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0x4, 0, 0, Buffer.alloc(0)), bytes]));
+  t.write(Buffer.concat([PREFACE, frame(0x4, 0, 0, Buffer.alloc(0)), bytes]));
   await new Promise((r) => setTimeout(r, 1000));
   t.destroy();
   return Buffer.concat(chunks);

@@ -7,6 +7,7 @@ import { ProxyAgent, fetch as undiciFetch } from "undici";
 import http2 from "node:http2";
 import { originCerts } from "../helpers/certs.js";
 import { h2session } from "../helpers/h2client.js";
+import { frame, startRawH2Origin } from "../helpers/h2frames.js";
 import { createHash } from "node:crypto";
 import { base32 } from "../../src/warc/digest.js";
 import { GZIP_BODY, startH2Origin, streamChunk, type H2Origin } from "../helpers/h2origin.js";
@@ -228,6 +229,37 @@ describe("a large body over h2 on both legs", () => {
       await lathe.stop();
       await origin.close();
     }
+  });
+});
+
+describe("an origin that pushes although push is disabled", () => {
+  it("is refused: nothing of the push is recorded, and lathe keeps serving", async () => {
+    const certs = originCerts();
+    const origin = await startRawH2Origin(certs.key, certs.cert, (stream, write) => {
+      const authority = `127.0.0.1:${pushing.port}`;
+      // PUSH_PROMISE for stream 2 (GET https://authority/pushed), then the answer to the request.
+      const promised = Buffer.concat([Buffer.from([0, 0, 0, 2, 0x82, 0x87, 0x04, 7]), Buffer.from("/pushed"), Buffer.from([0x41, authority.length]), Buffer.from(authority)]);
+      write(frame(0x5, 0x4, stream, promised));
+      write(frame(0x1, 0x4 | 0x1, stream, Buffer.from([0x88])));
+    });
+    const pushing = origin;
+    const lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
+    const agent = new ProxyAgent({ uri: lathe.proxyUrl, requestTls: { ca: lathe.ca.caCertPem } });
+    const fine = await startH2Origin(certs, { allowHTTP1: false });
+    try {
+      const r = await get(agent, `${origin.url}/page`);
+      // RFC 9113 §8.4: a PUSH_PROMISE to a client that disabled push is a connection error.
+      expect(r.status).toBe(502);
+      expect((await get(agent, `${fine.url}/bytes/10?after-push`)).status).toBe(200);
+    } finally {
+      await agent.close();
+      await lathe.stop();
+      await origin.close();
+      await fine.close();
+    }
+    const records = await readAllWarcs(lathe.dir);
+    expect(records.some((r) => (r.get("WARC-Target-URI") ?? "").includes("/pushed"))).toBe(false);
+    expect(records.some((r) => (r.get("WARC-Target-URI") ?? "").endsWith("/page"))).toBe(false);
   });
 });
 
