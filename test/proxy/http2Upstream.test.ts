@@ -8,14 +8,20 @@ import http2 from "node:http2";
 import { originCerts } from "../helpers/certs.js";
 import { h2session } from "../helpers/h2client.js";
 import { frame, startRawH2Origin } from "../helpers/h2frames.js";
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { base32 } from "../../src/warc/digest.js";
 import { GZIP_BODY, startH2Origin, streamChunk, type H2Origin } from "../helpers/h2origin.js";
 import { bytesOf, startHttpsOrigin, type Origin } from "../helpers/origin.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
-import { checkDigests, digestString, readAllWarcs, type ReadRecord } from "../helpers/warcs.js";
+import { checkDigests, digestString, readAllWarcs, readWarc, warcFiles, type ReadRecord } from "../helpers/warcs.js";
+import { readWarcRecords } from "../../src/warc/reader.js";
 
 const uri = (r: ReadRecord) => r.get("WARC-Target-URI") ?? "";
+const run = promisify(execFile);
 
 async function get(agent: ProxyAgent, url: string, init: Parameters<typeof undiciFetch>[1] = {}): Promise<{ status: number; body: Buffer; headers: Headers }> {
   const r = await undiciFetch(url, { dispatcher: agent, ...init });
@@ -163,6 +169,17 @@ describe("HTTP/2 toward origins", () => {
     expect(reset.get("WARC-Truncated")).toBe("disconnect");
     expect(reset.body!.equals(bytesOf(40000, 40000))).toBe(true);
 
+    // The h2 connection's TLS facts are recorded as for HTTP/1.1: the chain, ALPN h2, the client's protocol.
+    expect(res.get("WARC-Cipher-Suite")).toMatch(/^TLS_/);
+    const tlsMeta = records.find((r) => r.type === "metadata" && r.block.toString("latin1").includes("tls-alpn: h2\r\n"))!;
+    expect(tlsMeta.block.toString("latin1")).toMatch(/\r\ntls-verify-result: ok\r\n/);
+    expect(tlsMeta.block.toString("latin1")).toMatch(/\r\ntls-certificate: [A-Za-z0-9+/=]+\r\n/);
+    expect(tlsMeta.block.toString("latin1")).toMatch(/\r\nclient-protocol: http\/1\.1\r\n/);
+    // lathe's own reader reads every record the independent one does.
+    let ours = 0;
+    for (const f of warcFiles(lathe.dir)) for await (const r of readWarcRecords(f)) if (r.warcType) ours++;
+    expect(ours).toBe(records.length);
+
     const h1 = records.filter((r) => r.type === "response" && uri(r).includes("?h1only="));
     expect(h1).toHaveLength(3);
     for (const r of h1) expect(r.getAll("WARC-Protocol")[0]).toBe("http/1.1");
@@ -260,6 +277,50 @@ describe("an origin that pushes although push is disabled", () => {
     const records = await readAllWarcs(lathe.dir);
     expect(records.some((r) => (r.get("WARC-Target-URI") ?? "").includes("/pushed"))).toBe(false);
     expect(records.some((r) => (r.get("WARC-Target-URI") ?? "").endsWith("/page"))).toBe(false);
+  });
+});
+
+describe("an h2 origin whose certificate does not verify, with upstream.rejectInvalidCerts", () => {
+  it("gets 502 naming the verification error, and nothing is recorded", async () => {
+    const certs = originCerts();
+    const origin = await startH2Origin({ ...certs, key: certs.selfSigned.key, cert: certs.selfSigned.cert }, { allowHTTP1: false });
+    const lathe = await startTestLathe({ upstream: { caFile: certs.caFile, rejectInvalidCerts: true } });
+    const agent = new ProxyAgent({ uri: lathe.proxyUrl, requestTls: { ca: lathe.ca.caCertPem } });
+    try {
+      const r = await get(agent, `${origin.url}/bytes/10`);
+      expect(r.status).toBe(502);
+      expect(r.body.toString()).toMatch(/certificate/i);
+    } finally {
+      await agent.close();
+      await lathe.stop();
+      await origin.close();
+    }
+    const records = await readAllWarcs(lathe.dir);
+    expect(records.filter((r) => r.type !== "warcinfo")).toEqual([]);
+  });
+});
+
+describe("curl --http2 and strict durability, h2 on both legs", () => {
+  it("curl gets HTTP/2 from an h2-only origin through lathe, and the record is on disk when the response ends", async () => {
+    const certs = originCerts();
+    const origin = await startH2Origin(certs, { allowHTTP1: false });
+    const lathe = await startTestLathe({ upstream: { caFile: certs.caFile }, warc: { durability: "strict" } });
+    try {
+      const caFile = `${lathe.certsDir}/ca-for-curl.pem`;
+      writeFileSync(caFile, lathe.ca.caCertPem);
+      const { stdout } = await run("curl", ["-sS", "--http2", "-x", lathe.proxyUrl, "--cacert", caFile, "-o", `${lathe.certsDir}/out`, "-w", "%{http_version} %{http_code}", `${origin.url}/bytes/70000?curl`]);
+      expect(stdout).toBe("2 200");
+      expect(readFileSync(`${lathe.certsDir}/out`).equals(bytesOf(70000, 70000))).toBe(true);
+      // Strict durability: the response ended only once its records were written, before any stop.
+      const openFiles = readdirSync(lathe.dir).filter((f) => f.endsWith(".warc.gz.open"));
+      expect(openFiles).toHaveLength(1);
+      const open = (await readWarc(join(lathe.dir, openFiles[0]!))).filter((r) => r.type === "response");
+      expect(open.map((r) => r.get("WARC-Target-URI"))).toEqual([`${origin.url}/bytes/70000?curl`]);
+      expect(open[0]!.getAll("WARC-Protocol")[0]).toBe("h2");
+    } finally {
+      await lathe.stop();
+      await origin.close();
+    }
   });
 });
 
