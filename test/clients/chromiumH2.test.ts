@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
+import net from "node:net";
 import { chromium, type Browser } from "playwright-core";
 import { originCerts } from "../helpers/certs.js";
 import { startH2Origin, type H2Origin } from "../helpers/h2origin.js";
@@ -40,6 +41,38 @@ async function load(browser: Browser, url: string): Promise<{ ms: number; protoc
   return { ms, protocols, names, loaded };
 }
 
+/**
+ * A TCP relay in front of lathe's proxy port that counts the CONNECTs Chromium opens, per target:
+ * how many tunnels it uses for one host.
+ */
+async function countingRelay(to: number): Promise<{ url: string; connects: Map<string, number>; close(): Promise<void> }> {
+  const connects = new Map<string, number>();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(to, "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => undefined);
+      s.on("close", () => sockets.delete(s));
+    }
+    client.once("data", (first: Buffer) => {
+      const m = /^CONNECT (\S+) /.exec(first.toString("latin1"));
+      if (m) connects.set(m[1]!, (connects.get(m[1]!) ?? 0) + 1);
+      upstream.write(first);
+      client.pipe(upstream).pipe(client);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    connects,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 describe.skipIf(!hasChromium)("headless Chromium through lathe to an h2-only origin", () => {
@@ -48,17 +81,20 @@ describe.skipIf(!hasChromium)("headless Chromium through lathe to an h2-only ori
   let lathe: TestLathe;
   let viaLathe: Browser;
   let direct: Browser;
+  let relay: Awaited<ReturnType<typeof countingRelay>>;
 
   beforeAll(async () => {
     origin = await startH2Origin(certs, { allowHTTP1: false });
     lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
-    viaLathe = await launch([`--proxy-server=${lathe.proxyUrl}`, `--ignore-certificate-errors-spki-list=${lathe.ca.spkiSha256Base64}`]);
+    relay = await countingRelay(lathe.address.port);
+    viaLathe = await launch([`--proxy-server=${relay.url}`, `--ignore-certificate-errors-spki-list=${lathe.ca.spkiSha256Base64}`]);
     direct = await launch(["--ignore-certificate-errors"]);
   });
   afterAll(async () => {
     await viaLathe?.close().catch(() => undefined);
     await direct?.close().catch(() => undefined);
     await lathe?.stop();
+    await relay?.close();
     await origin?.close();
   });
 
@@ -70,7 +106,8 @@ describe.skipIf(!hasChromium)("headless Chromium through lathe to an h2-only ori
     expect(first.names).toContain(url);
     for (let i = 0; i < SUBRESOURCES; i++) expect(first.names.some((n) => n.startsWith(`${origin.url}/sub/${i}.`)), `sub/${i}`).toBe(true);
     expect(new Set(first.protocols)).toEqual(new Set(["h2"]));
-    // Lathe reached the origin over one multiplexed session.
+    // Chromium used one tunnel for the host, and lathe reached the origin over one session.
+    expect(relay.connects.get(`127.0.0.1:${origin.port}`)).toBe(1);
     expect(origin.sessions).toBe(1);
 
     // Page-load time, through lathe and direct, alternating (medians of 3; printed, not asserted).
