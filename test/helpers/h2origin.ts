@@ -32,6 +32,20 @@ function respond(stream: http2.ServerHttp2Stream, path: string, body: Buffer): v
   } else if (path.startsWith("/reset/")) {
     stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n * 2 });
     stream.write(bytesOf(n, n), () => setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 50));
+  } else if (path.startsWith("/slowgoaway/")) {
+    // GOAWAY naming this stream as the last, while later streams wait: they were never processed.
+    stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+    setTimeout(() => {
+      stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n });
+      stream.end(bytesOf(n, n));
+    }, 100);
+  } else if (path.startsWith("/hold/")) {
+    // Answers after 300 ms (so a GOAWAY can overtake it).
+    setTimeout(() => {
+      if (stream.closed || stream.destroyed) return;
+      stream.respond({ ":status": 200, "content-type": "application/octet-stream", "content-length": n });
+      stream.end(bytesOf(n, n));
+    }, 300);
   } else if (path.startsWith("/goaway/")) {
     // GOAWAY naming this stream as the last one processed: it completes, the next stream goes elsewhere.
     stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);

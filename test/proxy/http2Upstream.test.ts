@@ -92,6 +92,7 @@ describe("HTTP/2 toward origins", () => {
   });
 
   it("finishes the stream a GOAWAY names, then opens a new session for the next request", async () => {
+    expect((await get(agent, `${h2only.url}/bytes/1?session`)).status).toBe(200);
     const before = h2only.sessions;
     const a = await get(agent, `${h2only.url}/goaway/3000`);
     expect(a.status).toBe(200);
@@ -116,6 +117,20 @@ describe("HTTP/2 toward origins", () => {
     session.close();
     expect(hints[":status"]).toBe(103);
     expect(hints.link).toBe("</style.css>; rel=preload");
+  });
+
+  it("answers from a new session the streams sent after a GOAWAY's last-stream-id (retried, or sent there)", async () => {
+    expect((await get(agent, `${h2only.url}/bytes/1?warm`)).status).toBe(200);
+    const before = h2only.sessions;
+    // The GOAWAY names the first stream; the four sent right after it on the same session are
+    // above its last-stream-id: never processed, so lathe sends them again on a new session.
+    const goaway = get(agent, `${h2only.url}/slowgoaway/1000`);
+    const later = Array.from({ length: 4 }, (_, i) => get(agent, `${h2only.url}/hold/${300 + i}?in-flight=${i}`));
+    const answers = await Promise.all([...later, goaway]);
+    for (const a of answers) expect(a.status).toBe(200);
+    expect(answers[4]!.body.equals(bytesOf(1000, 1000))).toBe(true);
+    for (let i = 0; i < 4; i++) expect(answers[i]!.body.equals(bytesOf(300 + i, 300 + i))).toBe(true);
+    expect(h2only.sessions).toBeGreaterThan(before);
   });
 
   it("uses HTTP/1.1 with an origin that offers only that, and h2 with one that offers both", async () => {
