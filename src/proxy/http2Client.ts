@@ -10,6 +10,7 @@ import type { ClientLeg, ResponseHead } from "./clientLeg.js";
 import { answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import type { TunnelTarget } from "./connect.js";
+import { headerValues } from "./headers.js";
 import { defaultPort, hostForUri } from "./target.js";
 
 const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
@@ -86,7 +87,7 @@ function legOf(stream: ServerHttp2Stream, raw: string[], flags: number, tunnel: 
   }
   const method = pseudo.get(":method") ?? "GET";
   if (method === "CONNECT") return "connect";
-  const authority = pseudo.get(":authority") ?? fields[fields.findIndex((f, i) => i % 2 === 0 && f === "host") + 1];
+  const authority = pseudo.get(":authority") ?? headerValues(fields, "host")[0];
   if (authority !== undefined && !sameAuthority(authority, tunnel)) return "misdirected";
   const target = { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path: pseudo.get(":path") ?? "/" };
   return http2ClientLeg(stream, { method, target, rawHeaders: joinCookies(fields) }, (flags & NGHTTP2_FLAG_END_STREAM) === 0);

@@ -119,6 +119,16 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     const upper = await rawH2(lathe, origin.port, frame(0x1, 0x4 | 0x1, 1, block));
     const rst = frames(upper).find((f) => f.type === 0x3 && f.stream === 1);
     expect(rst?.payload.readUInt32BE(0)).toBe(0x1);
+    // Neither :authority nor host: malformed for https, the stream is reset (PROTOCOL_ERROR).
+    const path = (p: string) => Buffer.from([0x04, p.length, ...Buffer.from(p)]);
+    const bare = await rawH2(lathe, origin.port, frame(0x1, 0x4 | 0x1, 1, Buffer.concat([Buffer.from([0x82, 0x87]), path("/text/7?no-authority")])));
+    expect(frames(bare).find((f) => f.type === 0x3 && f.stream === 1)?.payload.readUInt32BE(0)).toBe(0x1);
+    // A host field instead of :authority names the target as well (RFC 9113 §8.3.1): served.
+    const host = Buffer.from([0x0f, 0x17, authority.length, ...Buffer.from(authority)]); // literal, indexed name "host" (38)
+    const hosted = await rawH2(lathe, origin.port, frame(0x1, 0x4 | 0x1, 1, Buffer.concat([Buffer.from([0x82, 0x87]), path("/text/7?host-field"), host])));
+    expect(frames(hosted).find((f) => f.type === 0x1 && f.stream === 1)?.payload[0]).toBe(0x88); // :status 200 (static index 8)
+    expect(origin.seen.some((s) => s.path === "/text/7?host-field")).toBe(true);
+    expect(origin.seen.some((s) => s.path === "/text/7?no-authority")).toBe(false);
     // lathe is still up and serving h2.
     const session = await h2session(lathe, origin);
     const a = await h2request(session, { ":path": "/text/10?after-malformed" });
