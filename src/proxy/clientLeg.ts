@@ -47,7 +47,7 @@ export interface ClientLeg {
    * sent as given (a character the protocol refuses): the caller decides what to send instead.
    */
   sendHead(head: ResponseHead): void;
-  /** Forward an interim response before the final head (103 Early Hints). */
+  /** Forward an interim response before the final head (103 Early Hints); throws when the protocol refuses its fields. */
   sendInterim(status: number, headers: string[]): void;
   /** Write body bytes; false = wait for `onDrain` before writing more. */
   write(chunk: Buffer): boolean;

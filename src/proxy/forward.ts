@@ -134,7 +134,13 @@ class Exchange {
     this.#pipeRequestBody(up);
     // 103 Early Hints go on to the client (http2.md §2.12); 100 Continue is each leg's own business.
     up.onInterim((status, raw) => {
-      if (status === 103) this.#client.sendInterim(status, forwardResponseHeaders(raw));
+      if (status !== 103) return;
+      try {
+        this.#client.sendInterim(status, forwardResponseHeaders(raw));
+      } catch {
+        // Hints Node will not send (a malformed Link, found by test/proxy/fuzz.test.ts) are only
+        // hints: the client goes without them, the final response is unaffected.
+      }
     });
     up.onResponse((res) => this.#onResponse(res));
   }
