@@ -269,10 +269,11 @@ export class Archiver {
     // A request whose content-length lathe wrote (http2.md §2.6) is named in the TLS metadata
     // record, or in the exchange's own metadata record when the connection's was written before.
     const synthesized = ex.request.addedContentLength ? [`synthesized-request-content-length: ${requestId}`] : [];
-    if (tls && !ex.tap.tlsRecordedFor.has(ex.series)) {
-      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol, synthesized.splice(0)));
+    const tlsRecord = tls !== null && !ex.tap.tlsRecordedFor.has(ex.series);
+    if (tlsRecord) {
+      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol, synthesized));
     }
-    const extras = { interim: ex.extras?.interim ?? [], trailers: ex.extras?.trailers ?? [], notes: synthesized };
+    const extras = { interim: ex.extras?.interim ?? [], trailers: ex.extras?.trailers ?? [], notes: tlsRecord ? [] : synthesized };
     if (extras.interim.length || extras.trailers.length || extras.notes.length) {
       group.push(buildExchangeMetadata(recordId(this.#o.ids.uuid()), responseId, meta, extras, version, digest));
     }

@@ -52,6 +52,24 @@ export function headerValues(raw: string[], name: string): string[] {
   return out;
 }
 
+/** Fields an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
+export const H2_CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
+
+/**
+ * A raw `[name, value, …]` list as the object Node's http2 and `writeEarlyHints` take: names
+ * lower-cased, a repeated name's values in an array in order, names in `skip` left out.
+ */
+export function fieldsObject(raw: string[], skip: ReadonlySet<string> = new Set()): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (skip.has(name)) continue;
+    const prev = out[name];
+    out[name] = prev === undefined ? raw[i + 1]! : [...(Array.isArray(prev) ? prev : [prev]), raw[i + 1]!];
+  }
+  return out;
+}
+
 /** The request header array sent upstream, from the client's raw headers. */
 export function forwardRequestHeaders(raw: string[], o: ForwardOptions): string[] {
   const named = connectionTokens(raw);

@@ -1,6 +1,7 @@
 /** The HTTP/1.1 client leg: node:http's request and response objects behind ClientLeg. */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { ClientLeg, ResponseHead } from "./clientLeg.js";
+import { fieldsObject } from "./headers.js";
 import type { Target } from "./target.js";
 
 export function http1ClientLeg(req: IncomingMessage, res: ServerResponse, target: Target): ClientLeg {
@@ -20,11 +21,7 @@ export function http1ClientLeg(req: IncomingMessage, res: ServerResponse, target
     sendInterim: (status, headers) => {
       // Node's HTTP/1.1 server can send one kind of 1xx of its own making: 103, which needs a Link.
       if (status !== 103 || res.headersSent) return;
-      const hints: Record<string, string | string[]> = {};
-      for (let i = 0; i < headers.length; i += 2) {
-        const n = headers[i]!.toLowerCase();
-        hints[n] = n in hints ? [hints[n]!].flat().concat(headers[i + 1]!) : headers[i + 1]!;
-      }
+      const hints = fieldsObject(headers);
       if (hints.link) res.writeEarlyHints(hints as { link: string | string[] });
     },
     write: (chunk) => res.write(chunk),

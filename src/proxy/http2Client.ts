@@ -10,13 +10,11 @@ import type { ClientLeg, ResponseHead } from "./clientLeg.js";
 import { answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import type { TunnelTarget } from "./connect.js";
-import { headerValues } from "./headers.js";
+import { H2_CONNECTION_SPECIFIC, fieldsObject, headerValues } from "./headers.js";
 import { defaultPort, hostForUri } from "./target.js";
 
 const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 
-/** Fields an h2 message must not carry (RFC 9113 §8.2.2). */
-const CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
 
 /** The server that speaks h2 on decrypted tunnel sockets it is handed (`emit("connection")`). */
 export function createH2TunnelServer(ctx: ProxyContext, tunnelOf: (s: Socket) => TunnelTarget | undefined, onExchange: (leg: ClientLeg) => void): Http2Server {
@@ -32,7 +30,7 @@ export function createH2TunnelServer(ctx: ProxyContext, tunnelOf: (s: Socket) =>
     const leg = legOf(stream, rawHeaders, flags, tunnel);
     if (typeof leg === "string") {
       stream.resume();
-      return answerPlainOnStream(stream, leg === "misdirected" ? 421 : 400, leg === "misdirected"
+      return answerPlainOnStream(stream, tunnel, leg === "misdirected" ? 421 : 400, leg === "misdirected"
         ? `lathe: the request's :authority ${JSON.stringify(headers[":authority"] ?? headers.host)} is not this tunnel's host (${tunnel.host}:${tunnel.port}) (RFC 9113 §9.1.2): open a tunnel to that host`
         : "lathe: CONNECT inside an intercepted tunnel is not supported");
     }
@@ -162,18 +160,10 @@ function withDate(sendDate: boolean): http2.ServerStreamResponseOptions {
 
 /** An h2 header block from a response head: lowercase names, no connection-specific fields. */
 function h2Headers(h: ResponseHead): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = { ":status": h.status };
-  for (let i = 0; i < h.headers.length; i += 2) {
-    const name = h.headers[i]!.toLowerCase();
-    if (CONNECTION_SPECIFIC.has(name)) continue;
-    const value = h.headers[i + 1]!;
-    const prev = out[name];
-    if (prev === undefined) out[name] = value;
-    else out[name] = Array.isArray(prev) ? [...prev, value] : [String(prev), value];
-  }
-  return out;
+  return { ":status": h.status, ...fieldsObject(h.headers, H2_CONNECTION_SPECIFIC) };
 }
 
-function answerPlainOnStream(stream: ServerHttp2Stream, status: number, message: string): void {
-  answerPlain(http2ClientLeg(stream, { method: "GET", target: { scheme: "https", host: "", port: 443, path: "/" }, rawHeaders: [] }, false), status, message);
+/** lathe's own answer on a stream that never became an exchange (421, CONNECT). */
+function answerPlainOnStream(stream: ServerHttp2Stream, tunnel: TunnelTarget, status: number, message: string): void {
+  answerPlain(http2ClientLeg(stream, { method: "GET", target: { ...tunnel, path: "/" }, rawHeaders: [] }, false), status, message);
 }

@@ -10,11 +10,12 @@ import { ProxyError } from "../core/errors.js";
 import type { SocketTap } from "../upstream/tap.js";
 import type { Captures } from "./captures.js";
 import type { ProxyContext } from "./context.js";
+import { H2_CONNECTION_SPECIFIC, fieldsObject } from "./headers.js";
 import { type Target, authorityOf } from "./target.js";
 import type { UpstreamRequest, UpstreamResponse } from "./upstreamLeg.js";
 
 /** Fields an h2 request must not carry (RFC 9113 §8.2.2); `host` travels as `:authority`. */
-const NOT_IN_H2 = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"]);
+const NOT_IN_H2 = new Set([...H2_CONNECTION_SPECIFIC, "host"]);
 
 /** Streams opened on each session so far: a stream on a used session may meet its GOAWAY. */
 const streamsOpened = new WeakMap<ClientHttp2Session, number>();
@@ -37,11 +38,7 @@ export function http2Request(ctx: ProxyContext, session: ClientHttp2Session, tap
   caps.sentAt = ctx.clock.nowMicros();
   let capturing = true;
   caps.request.feed(requestHead(o.method, t.path, authority, fields));
-  const headers: OutgoingHttpHeaders = { ":method": o.method, ":path": t.path, ":scheme": "https", ":authority": authority };
-  for (const [n, v] of fields) {
-    const prev = headers[n];
-    headers[n] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [String(prev)]), v];
-  }
+  const headers: OutgoingHttpHeaders = { ":method": o.method, ":path": t.path, ":scheme": "https", ":authority": authority, ...fieldsObject(fields.flat()) };
   const stream: ClientHttp2Stream = session.request(headers, { endStream: !o.hasBody });
   const extras: NonNullable<Captures["extras"]> = { interim: [], trailers: [] };
   caps.extras = extras;
