@@ -145,6 +145,36 @@ describe("HTTP/2 from the client, inside CONNECT tunnels", () => {
     expect((await curl("--http1.1")).stdout).toBe("1.1 200");
   });
 
+  it("applies Warcprox-Meta limits (420) and blocks (403) to h2 streams, with warcprox's answers", async () => {
+    const session = await h2session(lathe, origin);
+    const limit = JSON.stringify({ stats: { buckets: ["h2-bucket"] }, limits: { "h2-bucket/total/urls": 1 } });
+    expect((await h2request(session, { ":path": "/text/10?limit-1", "warcprox-meta": limit })).status).toBe(200);
+    const over = await h2request(session, { ":path": "/text/10?limit-2", "warcprox-meta": limit });
+    expect(over.status).toBe(420);
+    expect(over.body.toString()).toMatch(/^request rejected by warcprox: reached limit h2-bucket\/total\/urls=1/);
+    const block = JSON.stringify({ blocks: [{ domain: "127.0.0.1", substring: "/private/" }] });
+    const blocked = await h2request(session, { ":path": "/private/x", "warcprox-meta": block });
+    expect(blocked.status).toBe(403);
+    expect(blocked.body.toString()).toMatch(/blocked by rule found in Warcprox-Meta header/);
+    session.close();
+    expect(origin.seen.some((s) => s.path === "/text/10?limit-2" || s.path === "/private/x")).toBe(false);
+  });
+
+  it("records the streams of a tunnel opened with a session's credentials into that session", async () => {
+    const f = lathe.facade;
+    f.createCollection({ name: "h2col" });
+    const s = await f.openSession({ collection: "h2col" });
+    const credentials = `Proxy-Authorization: Basic ${Buffer.from(`${s.username}:${s.password}`).toString("base64")}\r\n`;
+    const session = await h2session(lathe, origin, credentials);
+    for (const n of [11, 12]) expect((await h2request(session, { ":path": `/text/${n}?session` })).status).toBe(200);
+    session.close();
+    const summary = await f.closeSession(s.id);
+    expect(summary).toMatchObject({ collection: "h2col", captures: 2, failed: 0 });
+    const records = (await readAllWarcs(lathe.dir)).filter((r) => (r.get("WARC-Target-URI") ?? "").endsWith("?session"));
+    expect(records.filter((r) => r.type === "response")).toHaveLength(2);
+    for (const r of records) expect(r.file).toMatch(/(^|\/)h2col-/);
+  });
+
   it("writes every capture with valid digests, h2 streams alike", async () => {
     await lathe.stop();
     const records = await readAllWarcs(lathe.dir);
@@ -175,50 +205,6 @@ async function rawH2(lathe: TestLathe, port: number, bytes: Buffer): Promise<Buf
   t.destroy();
   return Buffer.concat(chunks);
 }
-
-describe("warcprox rules and sessions over h2", () => {
-  const certs = originCerts();
-  let origin: Origin;
-  let lathe: TestLathe;
-  beforeAll(async () => {
-    origin = await startHttpsOrigin(certs);
-    lathe = await startTestLathe({ upstream: { caFile: certs.caFile } });
-  });
-  afterAll(async () => {
-    await lathe.stop();
-    await origin.close();
-  });
-
-  it("applies Warcprox-Meta limits (420) and blocks (403) to h2 streams, with warcprox's answers", async () => {
-    const session = await h2session(lathe, origin);
-    const limit = JSON.stringify({ stats: { buckets: ["h2-bucket"] }, limits: { "h2-bucket/total/urls": 1 } });
-    expect((await h2request(session, { ":path": "/text/10?limit-1", "warcprox-meta": limit })).status).toBe(200);
-    const over = await h2request(session, { ":path": "/text/10?limit-2", "warcprox-meta": limit });
-    expect(over.status).toBe(420);
-    expect(over.body.toString()).toMatch(/^request rejected by warcprox: reached limit h2-bucket\/total\/urls=1/);
-    const block = JSON.stringify({ blocks: [{ domain: "127.0.0.1", substring: "/private/" }] });
-    const blocked = await h2request(session, { ":path": "/private/x", "warcprox-meta": block });
-    expect(blocked.status).toBe(403);
-    expect(blocked.body.toString()).toMatch(/blocked by rule found in Warcprox-Meta header/);
-    session.close();
-    expect(origin.seen.some((s) => s.path === "/text/10?limit-2" || s.path === "/private/x")).toBe(false);
-  });
-
-  it("records the streams of a tunnel opened with a session's credentials into that session", async () => {
-    const f = lathe.facade;
-    f.createCollection({ name: "h2col" });
-    const s = await f.openSession({ collection: "h2col" });
-    const credentials = `Proxy-Authorization: Basic ${Buffer.from(`${s.username}:${s.password}`).toString("base64")}\r\n`;
-    const session = await h2session(lathe, origin, credentials);
-    for (const n of [11, 12]) expect((await h2request(session, { ":path": `/text/${n}?session` })).status).toBe(200);
-    session.close();
-    const summary = await f.closeSession(s.id);
-    expect(summary).toMatchObject({ collection: "h2col", captures: 2, failed: 0 });
-    const records = (await readAllWarcs(lathe.dir)).filter((r) => (r.get("WARC-Target-URI") ?? "").endsWith("?session"));
-    expect(records.filter((r) => r.type === "response")).toHaveLength(2);
-    for (const r of records) expect(r.file).toMatch(/(^|\/)h2col-/);
-  });
-});
 
 describe("proxy.http2: false", () => {
   it("offers only http/1.1 inside tunnels", async () => {
