@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // `npm test` runs this first (package.json "pretest"): the suite drives real clients (Debian
-// Chromium, curl, wget, openssl, a Java client), so they must be installed. Quiet when they are.
+// Chromium, curl, wget, openssl, a Java client) and starts its own PostgreSQL server (Debian's
+// `postgresql`: initdb and pg_ctl under /usr/lib/postgresql/<version>/bin), so they must be
+// installed. Quiet when they are.
 // Missing ones are installed with apt-get when running as root (CI, containers); otherwise this
 // prints the exact apt-get command and exits 1. Node built-ins only: runs before `npm ci` matters.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, readdirSync } from "node:fs";
 import { delimiter, join } from "node:path";
 
 /** tool → how it is found, and the Debian package that provides it. */
@@ -15,7 +17,21 @@ const TOOLS = [
   { tool: "openssl", pkg: "openssl" },
   { tool: "java", pkg: "default-jdk-headless" },
   { tool: "javac", pkg: "default-jdk-headless" },
+  { tool: "pg_ctl", paths: postgresBinaries("pg_ctl"), pkg: "postgresql" },
+  { tool: "initdb", paths: postgresBinaries("initdb"), pkg: "postgresql" },
 ];
+
+/** Debian keeps PostgreSQL's server programs out of PATH, one directory per major version. */
+function postgresBinaries(name) {
+  const root = "/usr/lib/postgresql";
+  return () => {
+    try {
+      return readdirSync(root).map((v) => join(root, v, "bin", name));
+    } catch {
+      return [];
+    }
+  };
+}
 
 const executable = (file) => {
   try {
@@ -28,12 +44,13 @@ const executable = (file) => {
 
 function found(t) {
   if (t.path) return executable(t.path);
+  if (t.paths) return t.paths().some(executable);
   return (process.env.PATH ?? "").split(delimiter).some((dir) => dir && executable(join(dir, t.tool)));
 }
 
 const missing = () => TOOLS.filter((t) => !found(t));
 const packagesOf = (ts) => [...new Set(ts.map((t) => t.pkg))];
-const describe = (ts) => ts.map((t) => t.path ?? t.tool).join(", ");
+const describe = (ts) => ts.map((t) => t.path ?? (t.paths ? `/usr/lib/postgresql/*/bin/${t.tool}` : t.tool)).join(", ");
 
 function run(cmd, args) {
   process.stderr.write(`pretest: ${cmd} ${args.join(" ")}\n`);
