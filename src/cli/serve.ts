@@ -24,6 +24,8 @@ export const SERVE_HELP = `lathe serve [options]   run the recording proxy
   --control-port P  REST control API port (default 8001; --control-port=-1 disables it)
   --config FILE    settings file (default ./proxy.config.json); flags override it
   --json-logs      one JSON object per log line
+  --postgresql URL  share dedup, stats, limits and the registry with other instances through
+                   PostgreSQL (postgresql://user:password@host:port/db; also LATHE_POSTGRESQL)
 `;
 
 /** The start-up lines about the control API at `controlUrl` (its index, the OpenAPI document, the live page). */
@@ -42,6 +44,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
       config: { type: "string" },
       "control-port": { type: "string" },
       "json-logs": { type: "boolean" },
+      postgresql: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -66,6 +69,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     warc: values.dir !== undefined ? { dir: values.dir } : {},
     certs: values.certs !== undefined ? { dir: values.certs } : {},
     log: values["json-logs"] ? { json: true } : {},
+    shared: values.postgresql !== undefined ? { postgresql: values.postgresql } : {},
   };
   const config = loadConfig(values.config, overrides);
   const trimMs = mallocTrimIntervalMs();

@@ -107,6 +107,21 @@ export interface Config {
     /** Heritrix-format crawl logs, one per WARC prefix; null = the WARC directory, "" = none. */
     crawlLogDir: string | null;
   };
+  /** State shared by a fleet of instances (issue "A fleet… sharing PostgreSQL"). */
+  shared: {
+    /**
+     * `postgresql://user:password@host:port/db` (also LATHE_POSTGRESQL, --postgresql): dedup
+     * entries, Warcprox-Meta stats and limits and the instance registry live there; null = the
+     * embedded SQLite store, nothing shared.
+     */
+    postgresql: string | null;
+    /** This instance's id in the registry; null = `<hostname>:<proxy port>`. */
+    instanceId: string | null;
+    /** Registry heartbeat interval; an instance silent for 3 intervals is dropped. */
+    heartbeatMs: number;
+    /** Bytes of dedup entries kept on disk while the server is away (then further ones are dropped, logged). */
+    outboxMaxBytes: number;
+  };
 }
 
 export const DEFAULTS: Config = {
@@ -191,6 +206,12 @@ export const DEFAULTS: Config = {
     level: "info",
     json: false,
     crawlLogDir: null,
+  },
+  shared: {
+    postgresql: null,
+    instanceId: null,
+    heartbeatMs: 5000,
+    outboxMaxBytes: 256 * 1024 * 1024,
   },
 };
 

@@ -180,6 +180,12 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
       if (v !== null) str(v, p);
     },
   },
+  shared: {
+    postgresql: nullableStr,
+    instanceId: nullableStr,
+    heartbeatMs: int(100, 3_600_000),
+    outboxMaxBytes: int(0),
+  },
 };
 
 /**

@@ -18,6 +18,7 @@ export type ErrorCode =
   | "ERR_WARC_RECOVERY"
   | "ERR_SPOOL"
   | "ERR_DENIED"
+  | "ERR_SHARED_UNAVAILABLE"
   | "ERR_INTERNAL";
 
 export class ProxyError extends Error {
