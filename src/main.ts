@@ -8,7 +8,8 @@ import { type IdSource, randomIds } from "./core/ids.js";
 import { type Logger, createLogger } from "./core/log.js";
 import type { Archiver } from "./archive/pipeline.js";
 import type { ControlFacade } from "./control/facade.js";
-import type { DedupStore } from "./dedup/types.js";
+import type { DedupIndex } from "./dedup/types.js";
+import type { SharedDatabase } from "./postgres/database.js";
 import type { CdxService } from "./index/service.js";
 import { createProxyServer } from "./proxy/server.js";
 import type { LeafCache } from "./tls/leafCache.js";
@@ -29,6 +30,7 @@ import { gracefulStop } from "./app/shutdown.js";
 import { StatusReports } from "./app/statusReports.js";
 import { OwnEndpoints, buildConnector } from "./app/upstream.js";
 import { openWarcDirectory } from "./app/warcDirectory.js";
+import { fleetNaming, sharedUrl } from "./app/sharedState.js";
 
 export interface Lathe {
   config: Config;
@@ -39,7 +41,9 @@ export interface Lathe {
   warcDir: string;
   archiver: Archiver;
   writers: Map<string, WarcWriter>;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
+  /** The shared PostgreSQL (issue "A fleet…"), or null when standalone. */
+  shared: SharedDatabase | null;
   facade: ControlFacade;
   /** The collections' CDXJ indexes (GET /cdx). */
   cdx: CdxService;
@@ -58,24 +62,25 @@ export interface StartOptions {
 }
 
 /** The composition root: build everything from a Config and start listening. */
-export async function startLathe(config: Config, o: StartOptions = {}): Promise<Lathe> {
-  assertNotOpenProxy(config);
-  const log = o.log ?? createLogger({ level: config.log.level, json: config.log.json });
+export async function startLathe(given: Config, o: StartOptions = {}): Promise<Lathe> {
+  assertNotOpenProxy(given);
+  const log = o.log ?? createLogger({ level: given.log.level, json: given.log.json });
+  const config = sharedUrl(given) ? fleetNaming(given, log) : given;
   const clock = o.clock ?? systemClock;
   const ids = o.ids ?? randomIds;
-  const { warcDir, dedupStore } = await openWarcDirectory(config, log);
+  const { warcDir, dedupIndex, shared } = await openWarcDirectory(config, log);
   const { ca, leaves, leafSource } = await loadCertificates(config, log);
 
   let port = config.proxy.port;
   const { collections, sessions, cdx } = await openCollectionsAndIndex(config, warcDir, log);
-  const pipeline = buildArchivePipeline({ config, warcDir, clock, ids, log, dedupStore, collections, cdx, proxyPort: () => port });
+  const pipeline = buildArchivePipeline({ config, warcDir, clock, ids, log, dedupIndex, collections, cdx, proxyPort: () => port });
   const own = new OwnEndpoints();
   const connector = buildConnector(config, own, o.lookup);
 
   const inFlight = new InFlightExchanges();
   const counters = new CollectionCounters();
   const stats = new StatsRegistry();
-  const reports = new StatusReports({ config, dedupStore, pipeline, inFlight, sessions, collections, counters, stats });
+  const reports = new StatusReports({ config, dedupIndex, pipeline, inFlight, sessions, collections, counters, stats });
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
   const sessionServers = new SessionServers(ctx, leafSource, own);
@@ -83,6 +88,7 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
 
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
+  if (shared) shared.instanceId = config.shared.instanceId ?? `${hostname()}:${port}`;
   own.set("proxy", address);
   const control = await startControlServer({ config, log, warcDir, facade, collections, sessions, pipeline, cdx, own, proxy });
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
@@ -98,10 +104,11 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     warcDir,
     archiver: pipeline.archiver,
     writers: pipeline.writerRegistry.map,
-    dedupStore,
+    dedupIndex,
+    shared,
     facade,
     cdx,
     controlUrl: control?.url ?? null,
-    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore }),
+    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, shared }),
   };
 }

@@ -1,7 +1,8 @@
 /** The graceful stop of a running lathe: finish in-flight captures, close and rename every file. */
 import type { Logger } from "../core/log.js";
 import type { CollectionRegistry } from "../archive/collections.js";
-import type { DedupStore } from "../dedup/types.js";
+import type { DedupIndex } from "../dedup/types.js";
+import type { SharedDatabase } from "../postgres/database.js";
 import type { CdxService } from "../index/service.js";
 import type { ProxyServer } from "../proxy/server.js";
 import type { Connector } from "../upstream/connector.js";
@@ -22,7 +23,8 @@ export interface RunningParts {
   collections: CollectionRegistry;
   reports: StatusReports;
   crawlLog: CrawlLog | null;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
+  shared: SharedDatabase | null;
 }
 
 /**
@@ -44,7 +46,8 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       p.collections.close();
       p.reports.rates.stop();
       await p.crawlLog?.close();
-      p.dedupStore.close();
+      await p.dedupIndex.close();
+      await p.shared?.close();
       const { archiver } = p.pipeline;
       p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
     })();
