@@ -23,6 +23,9 @@ import { VERSION } from "../core/version.js";
 
 export const SCHEMA_VERSION = 1;
 
+/** The sequences behind the bigserial columns: inserting needs USAGE on them. */
+const SEQUENCES = ["dedup_entries_seq_seq", "stats_buckets_ord_seq"];
+
 /** pg_advisory_xact_lock key: "lathe" in ASCII. */
 const LOCK_KEY = 0x6c61746865;
 
@@ -108,10 +111,16 @@ async function tablesPresent(c: pg.ClientBase): Promise<string[]> {
 /** The tables this role may not write, by name. */
 async function unwritable(c: pg.ClientBase): Promise<string[]> {
   const r = await c.query<{ name: string; ok: boolean }>(
-    `SELECT t AS name, has_table_privilege(current_user, quote_ident(current_schema()) || '.' || t, 'SELECT, INSERT, UPDATE, DELETE') AS ok FROM unnest($1::text[]) AS t`,
+    // has_table_privilege with a list is true when ANY of them is held: ask for each.
+    `SELECT t AS name, bool_and(has_table_privilege(current_user, quote_ident(current_schema()) || '.' || t, p)) AS ok
+     FROM unnest($1::text[]) AS t, unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p GROUP BY t`,
     [TABLES.filter((t) => t !== "lathe_schema")],
   );
-  return r.rows.filter((x) => !x.ok).map((x) => x.name);
+  const seqs = await c.query<{ name: string; ok: boolean }>(
+    `SELECT s AS name, has_sequence_privilege(current_user, quote_ident(current_schema()) || '.' || s, 'USAGE') AS ok FROM unnest($1::text[]) AS s`,
+    [SEQUENCES],
+  );
+  return [...r.rows, ...seqs.rows].filter((x) => !x.ok).map((x) => x.name);
 }
 
 /**
@@ -143,7 +152,7 @@ export async function ensureSchema(pool: pg.Pool, where: string): Promise<boolea
     }
     const denied = await unwritable(c);
     if (denied.length) {
-      throw new ProxyError("ERR_CONFIG", `${where}: the role lathe connects as may not write ${denied.join(", ")} (a read-only role?): GRANT SELECT, INSERT, UPDATE, DELETE ON ${denied.join(", ")} TO it, and USAGE on their sequences`);
+      throw new ProxyError("ERR_CONFIG", `${where}: the role lathe connects as may not write ${denied.join(", ")} (a read-only role?): GRANT SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequences to it`);
     }
     await c.query("COMMIT");
     return created;
