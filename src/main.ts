@@ -21,6 +21,7 @@ import { CollectionCounters } from "./app/collectionCounters.js";
 import { openCollectionsAndIndex } from "./app/collectionsAndIndex.js";
 import { buildControlFacade } from "./app/controlFacade.js";
 import { startControlServer } from "./app/controlServer.js";
+import { FleetMembership, openFleetDatabase } from "./app/fleetRegistry.js";
 import { InFlightExchanges } from "./app/inFlight.js";
 import { hostPortOf } from "./app/listenAddress.js";
 import { buildProxyContext, openCrawlLog } from "./app/proxyContext.js";
@@ -79,7 +80,8 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
   const sessionServers = new SessionServers(ctx, leafSource, own);
-  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports });
+  const fleet = new FleetMembership({ config, log, inFlight, captures: () => pipeline.archiver.stats.captures });
+  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports, fleet: fleet.answer });
 
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
@@ -88,6 +90,14 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
   const proxyHostPort = hostPortOf(address);
   log.info("proxy-listening", { address: proxyHostPort, ca: ca.certPath, warcDir, hostname: hostname() });
+  const stop = gracefulStop({ log, fleet, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore });
+  try {
+    const shared = await openFleetDatabase(config, log, port); // TEMPORARY (fleet registry): the lead hands over lathe's one SharedDatabase here
+    await fleet.start(shared, { proxy: address, control: control?.url ?? null, closeDatabaseOnStop: true });
+  } catch (e) {
+    await stop(0);
+    throw e;
+  }
 
   return {
     config,
@@ -102,6 +112,6 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     facade,
     cdx,
     controlUrl: control?.url ?? null,
-    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore }),
+    stop,
   };
 }
