@@ -90,29 +90,19 @@ SELECT id, hostname, pid, proxy, control, version, started_at, heartbeat_at, in_
 FROM instances WHERE ${LIVE}
 ORDER BY in_flight, captures_per_sec, id`;
 
-interface Row {
-  id: string;
-  hostname: string;
-  pid: number;
-  proxy: string;
-  control: string | null;
-  version: string;
+/** A row as LIST selects it: the identity's columns are named as its fields. */
+interface Row extends InstanceIdentity {
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
   captures_per_sec: number;
 }
 
-const fleetInstanceOf = (r: Row): FleetInstance => ({
-  id: r.id,
-  hostname: r.hostname,
-  pid: r.pid,
-  proxy: r.proxy,
-  control: r.control,
-  version: r.version,
-  startedAt: r.started_at.toISOString(),
-  heartbeatAt: r.heartbeat_at.toISOString(),
-  load: { inFlight: r.in_flight, capturesPerSec: r.captures_per_sec },
+const fleetInstanceOf = ({ started_at, heartbeat_at, in_flight, captures_per_sec, ...me }: Row): FleetInstance => ({
+  ...me,
+  startedAt: started_at.toISOString(),
+  heartbeatAt: heartbeat_at.toISOString(),
+  load: { inFlight: in_flight, capturesPerSec: captures_per_sec },
 });
 
 export class InstanceRegistry {
