@@ -22,6 +22,7 @@ import { CollectionCounters } from "./app/collectionCounters.js";
 import { openCollectionsAndIndex } from "./app/collectionsAndIndex.js";
 import { buildControlFacade } from "./app/controlFacade.js";
 import { startControlServer } from "./app/controlServer.js";
+import { FleetMembership, instanceIdOf } from "./app/fleetRegistry.js";
 import { InFlightExchanges } from "./app/inFlight.js";
 import { hostPortOf } from "./app/listenAddress.js";
 import { buildProxyContext, openCrawlLog } from "./app/proxyContext.js";
@@ -84,16 +85,24 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
   const sessionServers = new SessionServers(ctx, leafSource, own);
-  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports });
+  const fleet = new FleetMembership({ config, log, inFlight, captures: () => pipeline.archiver.stats.captures });
+  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports, fleet: fleet.answer });
 
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
-  if (shared) shared.instanceId = config.shared.instanceId ?? `${hostname()}:${port}`;
+  if (shared) shared.instanceId = instanceIdOf(config, port);
   own.set("proxy", address);
   const control = await startControlServer({ config, log, warcDir, facade, collections, sessions, pipeline, cdx, own, proxy });
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
   const proxyHostPort = hostPortOf(address);
   log.info("proxy-listening", { address: proxyHostPort, ca: ca.certPath, warcDir, hostname: hostname() });
+  const stop = gracefulStop({ log, fleet, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, shared });
+  try {
+    await fleet.start(shared, { proxy: address, control: control?.url ?? null });
+  } catch (e) {
+    await stop(0);
+    throw e;
+  }
 
   return {
     config,
@@ -109,6 +118,6 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
     facade,
     cdx,
     controlUrl: control?.url ?? null,
-    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, shared }),
+    stop,
   };
 }

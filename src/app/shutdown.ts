@@ -9,11 +9,13 @@ import type { Connector } from "../upstream/connector.js";
 import type { CrawlLog } from "../warcprox/crawlLog.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { RunningControl } from "./controlServer.js";
+import type { FleetMembership } from "./fleetRegistry.js";
 import type { SessionServers } from "./sessionServers.js";
 import type { StatusReports } from "./statusReports.js";
 
 export interface RunningParts {
   log: Logger;
+  fleet: FleetMembership;
   proxy: ProxyServer;
   control: RunningControl | null;
   connector: Connector;
@@ -28,14 +30,16 @@ export interface RunningParts {
 }
 
 /**
- * `stop(graceMs)`: the first call stops everything, later calls get the same promise. The main
- * proxy stops first (letting exchanges in flight finish and be archived); the writers, index and
- * stores close only after every server that feeds them.
+ * `stop(graceMs)`: the first call stops everything, later calls get the same promise. The
+ * instance leaves the fleet registry first (crawlers stop picking it), then the main proxy stops
+ * (letting exchanges in flight finish and be archived); the writers, index and stores close only
+ * after every server that feeds them.
  */
 export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<void> {
   let stopped: Promise<void> | null = null;
   return (graceMs = 10_000) => {
     stopped ??= (async () => {
+      await p.fleet.stop();
       await p.proxy.close(graceMs);
       p.control?.liveFeed.close();
       await p.control?.server.close();

@@ -15,7 +15,9 @@
  *   captures that make limits exact across the fleet.
  * - `applied_batches`: ids of batches queued while the server was away and applied since, so a
  *   batch replayed after a crash is applied once.
- * - `instances`: the registry (heartbeats).
+ * - `instances`: the registry. `run` is random per start, so an instance that comes back after
+ *   its row was dropped recognises its own row and never overwrites another run's with its id;
+ *   `heartbeat_ms` is kept per row, so instances with different intervals agree on who is live.
  */
 import type pg from "pg";
 import { ProxyError } from "../core/errors.js";
@@ -88,12 +90,14 @@ CREATE TABLE applied_batches (
 );
 CREATE TABLE instances (
   id text PRIMARY KEY,
+  run text NOT NULL,
   hostname text NOT NULL,
   pid integer NOT NULL,
   proxy text NOT NULL,
   control text,
   version text NOT NULL,
   started_at timestamptz NOT NULL,
+  heartbeat_ms integer NOT NULL,
   heartbeat_at timestamptz NOT NULL,
   in_flight integer NOT NULL DEFAULT 0,
   captures_per_sec double precision NOT NULL DEFAULT 0
