@@ -115,6 +115,26 @@ describe("dedup across instances", () => {
   }, 90_000);
 });
 
+describe("start-up", () => {
+  it("lathe serve refuses a missing database and a malformed URL, saying what to do, password masked", async () => {
+    for (const [url, message] of [
+      [pg.url("no_such_database"), /database "no_such_database" does not exist: create it first/],
+      ["postgresql://lathe_admin:pg-admin-secret@127.0.0.1:1", /names no database/],
+    ] as const) {
+      const failed = await instance(url).then(
+        async (p) => {
+          await p.stop();
+          return "";
+        },
+        (e: Error) => e.message,
+      );
+      expect(failed).toMatch(/lathe serve exited [1-9]/);
+      expect(failed).toMatch(message);
+      expect(failed).not.toContain("pg-admin-secret");
+    }
+  });
+});
+
 describe("faults", () => {
   it("PostgreSQL stopped under load and started again: no client error, every response archived, queued entries land, dedup resumes", async () => {
     const url = await pg.createDatabase();
