@@ -38,7 +38,7 @@
  */
 import { createHash } from "node:crypto";
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from "playwright-core";
-import { isRoot } from "../../src/record/browser.js";
+import { chromiumArgs, isRoot } from "../../src/record/browser.js";
 import { type ReplayServer, type Tripwire, startTripwire } from "./replayServer.js";
 
 export { type ReplayServer, type Tripwire, holdPorts, startReplayServer } from "./replayServer.js";
@@ -75,18 +75,11 @@ export async function launchReplayBrowser(server: ReplayServer): Promise<ReplayB
       headless: true,
       timeout: 30_000,
       chromiumSandbox: !isRoot(),
-      args: [
-        `--proxy-server=http://127.0.0.1:${proxy.port}`,
-        // Loopback is routed through the proxy too, all but the replay server itself.
-        `--proxy-bypass-list=<-loopback>;127.0.0.1:${server.port}`,
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-quic",
-        ...(isRoot() ? ["--no-sandbox"] : []),
-      ],
+      // lathe record's flags (quiet, no QUIC, loopback through the proxy), but the proxy is the
+      // tripwire, the replay server's own host:port goes direct, and no CA is trusted.
+      args: chromiumArgs({ proxyUrl: `http://127.0.0.1:${proxy.port}`, spkiSha256Base64: "", root: isRoot() })
+        .filter((a) => !a.startsWith("--ignore-certificate-errors-spki-list="))
+        .map((a) => (a.startsWith("--proxy-bypass-list=") ? `--proxy-bypass-list=<-loopback>;127.0.0.1:${server.port}` : a)),
     });
     const context = await browser.newContext({ serviceWorkers: "allow" });
     const b = browser;
