@@ -1,9 +1,10 @@
 /**
  * Damaged copies of an archive, for the replay tests' negative cases: a record cut out of a WARC,
- * a record's bytes overwritten, an index line pointing at the wrong offset. Each writes a new
- * file next to nothing else (the caller picks a fresh directory, so the damaged archive gets a
- * URL, and so a ReplayWeb.page collection, of its own).
+ * a record's bytes overwritten, an index line pointing at the wrong offset, a ZIP (WACZ) rebuilt
+ * without an entry or with one replaced. The caller copies into a fresh directory first, so the
+ * damaged archive gets a URL, and so a ReplayWeb.page collection, of its own.
  */
+import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 
@@ -67,12 +68,50 @@ export function corruptRecord(warc: string, at: Pick<CdxjLine, "offset" | "lengt
   writeFileSync(warc, b);
 }
 
-/** Point `url`'s index line at another record's offset and length, in place. */
-export function misdirectLine(cdxj: string, url: string, to: Pick<CdxjLine, "offset" | "length">): void {
-  const lines = readFileSync(cdxj, "utf8").split("\n");
+/** CDXJ text with `url`'s line (not a revisit's) pointing at another record's offset and length. */
+export function misdirect(cdxj: string, url: string, to: Pick<CdxjLine, "offset" | "length">): string {
+  const lines = cdxj.split("\n");
   const k = lines.findIndex((l) => l.includes(`"url": ${JSON.stringify(url)}`) && !l.includes('"mime": "warc/revisit"'));
-  if (k < 0) throw new Error(`no line for ${url} in ${cdxj}`);
+  if (k < 0) throw new Error(`no index line for ${url}`);
   lines[k] = lines[k]!.replace(/"length": "\d+", "offset": "\d+"/, `"length": "${to.length}", "offset": "${to.offset}"`);
-  if (!lines[k]!.includes(`"offset": "${to.offset}"`)) throw new Error(`could not rewrite the offset of ${url} in ${cdxj}`);
-  writeFileSync(cdxj, lines.join("\n"));
+  if (!lines[k]!.includes(`"offset": "${to.offset}"`)) throw new Error(`could not rewrite the offset of ${url}`);
+  return lines.join("\n");
+}
+
+/** Point `url`'s line in a CDXJ file at another record's offset and length, in place. */
+export function misdirectLine(file: string, url: string, to: Pick<CdxjLine, "offset" | "length">): void {
+  writeFileSync(file, misdirect(readFileSync(file, "utf8"), url, to));
+}
+
+const REZIP = `
+import json, sys, zipfile, base64
+a = json.load(sys.stdin)
+with zipfile.ZipFile(a["src"]) as src, zipfile.ZipFile(a["dst"], "w", allowZip64=True) as dst:
+    for info in src.infolist():
+        if info.filename in a["drop"]:
+            continue
+        data = base64.b64decode(a["replace"][info.filename]) if info.filename in a["replace"] else src.read(info.filename)
+        dst.writestr(info, data, compress_type=info.compress_type)
+`;
+
+/**
+ * Rebuild a ZIP (a WACZ) with python3's zipfile, an implementation independent of lathe's:
+ * entries in `drop` left out, those in `replace` with new contents; every other entry as it was,
+ * stored or deflated as it was.
+ */
+export function rezip(src: string, dst: string, edit: { drop?: string[]; replace?: Record<string, Buffer> }): void {
+  const replace = Object.fromEntries(Object.entries(edit.replace ?? {}).map(([k, v]) => [k, v.toString("base64")]));
+  execFileSync("python3", ["-c", REZIP], { input: JSON.stringify({ src, dst, drop: edit.drop ?? [], replace }), stdio: ["pipe", "ignore", "pipe"] });
+}
+
+/** One entry's contents, read with python3's zipfile. */
+export function unzipEntry(zip: string, name: string): Buffer {
+  const script = `import sys, zipfile\nsys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))`;
+  return execFileSync("python3", ["-c", script, zip, name], { maxBuffer: 256 * 1024 * 1024 });
+}
+
+/** The names of a ZIP's entries, read with python3's zipfile. */
+export function zipEntries(zip: string): string[] {
+  const script = `import sys, zipfile\nprint("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))`;
+  return execFileSync("python3", ["-c", script, zip], { encoding: "utf8" }).split("\n").filter((l) => l !== "");
 }
