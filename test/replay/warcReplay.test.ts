@@ -7,16 +7,17 @@
  * revisit resolving (the image under the revisit's URL has the original's size).
  *
  * Two ways in: the WARC file itself (`?source=….warc.gz`: ReplayWeb.page downloads and indexes
- * it), and the CDXJ `lathe index` wrote beside it (`?source=….cdxj`: ReplayWeb.page reads the
- * index and fetches each record from the WARC named in its `filename`, in the same directory,
- * by an HTTP range at its `offset` and `length`). A JSON collection description is not tried:
- * wabac reads one only as a list of WACZ files.
+ * it), and the CDXJ `lathe index --cdxj --output` wrote beside it, as lathe record's summary
+ * says (the same bytes as the live index lathe keeps as `<warc>.cdxj`). Given `?source=….cdxj`,
+ * ReplayWeb.page reads the index and fetches each record from the WARC named in its `filename`,
+ * in the same directory, by an HTTP range at its `offset` and `length`. A JSON collection
+ * description is not tried: wabac reads one only as a list of WACZ files.
  *
  * The check must fail on broken archives: a page's record cut out of the WARC, the revisit's
  * original cut out, a record's bytes corrupted, an index line pointing at the wrong offset.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, relative } from "node:path";
 import { originCerts } from "../helpers/certs.js";
@@ -75,6 +76,8 @@ describe.skipIf(!hasChromium)(`lathe's WARC and CDXJ replay in ReplayWeb.page${h
     const revisit = lineOf(rec.lines, site.revisit.url, "revisit");
     expect(revisit.digest).toBe(lineOf(rec.lines, site.revisit.original).digest);
     expect(rec.lines.some((l) => l.url === site.revisit.url && l.mime !== "warc/revisit"), "no full copy of the revisit's payload").toBe(false);
+    // The index lathe keeps beside the WARC is that same CDXJ: what replays from one replays from the other.
+    expect(readFileSync(`${rec.warcs[0]}.cdxj`, "utf8")).toBe(readFileSync(rec.cdxj, "utf8"));
   });
 
   it("the WARC replays every page as recorded", async () => {
