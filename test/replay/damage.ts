@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
 
 /** One CDXJ line: its key and timestamp, and its JSON members. */
 export interface CdxjLine {
@@ -114,4 +115,33 @@ export function unzipEntry(zip: string, name: string): Buffer {
 export function zipEntries(zip: string): string[] {
   const script = `import sys, zipfile\nprint("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))`;
   return execFileSync("python3", ["-c", script, zip], { encoding: "utf8" }).split("\n").filter((l) => l !== "");
+}
+
+/**
+ * A WACZ's compressed index (`index.cdx.gz`: gzip members of CDXJ lines; `index.idx`: a `!meta`
+ * line, then per member its first key and timestamp and `{"offset": …, "length": …}`) with `edit`
+ * applied to its lines: each member holds as many lines as before, recompressed, and the .idx
+ * lines get the new offsets and lengths. `edit` must keep the number of lines and their keys.
+ */
+export function editCompressedIndex(cdxGz: Buffer, idx: string, edit: (cdxj: string) => string): { cdxGz: Buffer; idx: string } {
+  const [meta, ...blocks] = idx.split("\n").filter((l) => l !== "");
+  const parsed = blocks.map((l) => {
+    const brace = l.indexOf(" {");
+    return { prefix: l.slice(0, brace), at: JSON.parse(l.slice(brace + 1)) as { offset: number; length: number } };
+  });
+  const texts = parsed.map((b) => gunzipSync(cdxGz.subarray(b.at.offset, b.at.offset + b.at.length)).toString("utf8"));
+  const counts = texts.map((t) => t.split("\n").length - 1);
+  const lines = edit(texts.join("")).split("\n");
+  const members: Buffer[] = [];
+  const idxLines = [meta!];
+  let offset = 0;
+  let from = 0;
+  parsed.forEach((b, k) => {
+    const member = gzipSync(lines.slice(from, from + counts[k]!).join("\n") + "\n");
+    from += counts[k]!;
+    idxLines.push(`${b.prefix} {"offset": ${offset}, "length": ${member.length}}`);
+    members.push(member);
+    offset += member.length;
+  });
+  return { cdxGz: Buffer.concat(members), idx: idxLines.join("\n") + "\n" };
 }
