@@ -13,7 +13,7 @@ import type { CdxService } from "./index/service.js";
 import { createProxyServer } from "./proxy/server.js";
 import type { LeafCache } from "./tls/leafCache.js";
 import type { CaStore } from "./tls/store.js";
-import { StatsRegistry } from "./warcprox/stats.js";
+import { openSharedDatabase } from "./postgres/database.js";
 import type { WarcWriter } from "./warc/types.js";
 import { buildArchivePipeline } from "./app/archivePipeline.js";
 import { loadCertificates } from "./app/certificates.js";
@@ -26,6 +26,7 @@ import { hostPortOf } from "./app/listenAddress.js";
 import { buildProxyContext, openCrawlLog } from "./app/proxyContext.js";
 import { SessionServers } from "./app/sessionServers.js";
 import { gracefulStop } from "./app/shutdown.js";
+import { openStatsStore } from "./app/statsStore.js";
 import { StatusReports } from "./app/statusReports.js";
 import { OwnEndpoints, buildConnector } from "./app/upstream.js";
 import { openWarcDirectory } from "./app/warcDirectory.js";
@@ -74,7 +75,10 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
 
   const inFlight = new InFlightExchanges();
   const counters = new CollectionCounters();
-  const stats = new StatsRegistry();
+  // >>> fleet stats (issue #22). The next line is TEMPORARY: the lead replaces it with the one shared SharedDatabase instance.
+  const shared = config.shared.postgresql ?? process.env.LATHE_POSTGRESQL ? await openSharedDatabase((config.shared.postgresql ?? process.env.LATHE_POSTGRESQL)!, config.shared.postgresql ? "shared.postgresql" : "LATHE_POSTGRESQL", { instanceId: config.shared.instanceId ?? `${hostname()}:${config.proxy.port || `pid${process.pid}`}`, log }) : null;
+  const stats = await openStatsStore(config, shared, log);
+  // <<< fleet stats
   const reports = new StatusReports({ config, dedupStore, pipeline, inFlight, sessions, collections, counters, stats });
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
@@ -102,6 +106,6 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     facade,
     cdx,
     controlUrl: control?.url ?? null,
-    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore }),
+    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore, stats, shared }),
   };
 }

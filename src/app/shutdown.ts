@@ -6,6 +6,8 @@ import type { CdxService } from "../index/service.js";
 import type { ProxyServer } from "../proxy/server.js";
 import type { Connector } from "../upstream/connector.js";
 import type { CrawlLog } from "../warcprox/crawlLog.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
+import type { SharedDatabase } from "../postgres/database.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { RunningControl } from "./controlServer.js";
 import type { SessionServers } from "./sessionServers.js";
@@ -23,6 +25,10 @@ export interface RunningParts {
   reports: StatusReports;
   crawlLog: CrawlLog | null;
   dedupStore: DedupStore;
+  /** Warcprox-Meta stats: what it still holds is counted once no capture can end any more. */
+  stats: StatsStore;
+  /** The fleet's PostgreSQL, closed last. */
+  shared: SharedDatabase | null;
 }
 
 /**
@@ -39,12 +45,14 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       await p.control?.server.close();
       p.connector.destroy();
       await p.sessionServers.closeAll(graceMs);
+      await p.stats.close();
       await p.pipeline.writerRegistry.closeAll();
       await p.cdx.close();
       p.collections.close();
       p.reports.rates.stop();
       await p.crawlLog?.close();
       p.dedupStore.close();
+      await p.shared?.close();
       const { archiver } = p.pipeline;
       p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
     })();

@@ -48,7 +48,7 @@ export interface ControlFacade {
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;
   writeResource(input: ResourceInput): Promise<WrittenResource>;
-  status(): Record<string, unknown>;
+  status(): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Prometheus text exposition format. */
   metrics(): string;
   caPem(): string;
