@@ -116,6 +116,14 @@ const LOCK_BUCKETS = `SELECT n.bucket, coalesce(x.bucket, y.bucket) AS found,
   LEFT JOIN LATERAL (SELECT * FROM stats_buckets s WHERE s.bucket = n.bucket AND n.excl FOR UPDATE) AS x ON true
   LEFT JOIN LATERAL (SELECT * FROM stats_buckets s WHERE s.bucket = n.bucket AND NOT n.excl FOR KEY SHARE) AS y ON true`;
 
+// An admission that evaluates no limit, in one statement: its rows locked FOR KEY SHARE in "C"
+// order (the CTE is read whole before the first row is inserted), then the reservation, which is
+// inserted only if every row exists.
+const RESERVE_UNJUDGED = `WITH locked AS (SELECT bucket FROM stats_buckets WHERE bucket = ANY($3::text[]) ORDER BY bucket COLLATE "C" FOR KEY SHARE)
+  INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit)
+  SELECT $1, $2, $3, $4, $5 WHERE (SELECT count(*) FROM locked) = cardinality($3::text[])
+  RETURNING id`;
+
 /** Reservation `r` is held by a live instance: this one (`me`), or one whose heartbeat is within `windowMs`. */
 const liveInstance = (me: string, windowMs: string) =>
   `(r.instance = ${me} OR EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance AND i.heartbeat_at > now() - ${windowMs}::double precision * interval '1 millisecond'))`;
@@ -124,6 +132,11 @@ const RESERVED = `SELECT b.bucket, count(*)::int AS total, (count(*) FILTER (WHE
   FROM stats_reservations r CROSS JOIN LATERAL unnest(r.buckets) AS b(bucket)
   WHERE r.buckets && $1::text[] AND b.bucket = ANY($1::text[]) AND ${liveInstance("$2", "$3")}
   GROUP BY b.bucket`;
+
+// R as above, and this admission's own reservation inserted by the same statement (the count,
+// from the statement's snapshot, does not see it): one round trip less while the rows are locked.
+const RESERVE_COUNTING = `WITH mine AS (INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit) VALUES ($4, $2, $5, $6, $7))
+  ${RESERVED}`;
 
 const SETTLE = `WITH gone AS (DELETE FROM stats_reservations WHERE id = $1 RETURNING id),
   counted AS (${addDeltas(2, "EXISTS (SELECT 1 FROM gone)")})
@@ -152,12 +165,17 @@ export class StatsTables {
     this.#liveWindowMs = o.liveWindowMs;
   }
 
+  /** Create the rows of `buckets` that this instance has not seen committed. */
+  async #ensureRows(q: Sql, buckets: readonly string[]): Promise<void> {
+    if (buckets.some((b) => !this.#known.has(b))) await q.query(UPSERT_BUCKETS, [buckets]);
+  }
+
   /**
    * Create the missing rows of `buckets` and lock them all (inside a transaction): `exclusive`
    * ones FOR UPDATE, the others FOR KEY SHARE. Returns their committed counters.
    */
   async lock(c: pg.PoolClient, buckets: readonly string[], exclusive: ReadonlySet<string>): Promise<Map<string, BucketRow>> {
-    if (buckets.some((b) => !this.#known.has(b))) await c.query(UPSERT_BUCKETS, [buckets]);
+    await this.#ensureRows(c, buckets);
     const excl = buckets.map((b) => exclusive.has(b));
     let rows = (await c.query<RawBucket & { found: string | null }>(LOCK_BUCKETS, [buckets, excl])).rows;
     if (rows.some((r) => r.found === null)) {
@@ -179,11 +197,29 @@ export class StatsTables {
   /** R per bucket: reservations of live instances (this one, or a recent heartbeat) holding it. */
   async reserved(c: Sql, buckets: readonly string[]): Promise<Map<string, ReservedCounts>> {
     const r = await c.query<ReservedCounts & { bucket: string }>(RESERVED, [buckets, this.instance, this.#liveWindowMs]);
-    return new Map(r.rows.map((x) => [x.bucket, { total: x.total, new: x.new, revisit: x.revisit }]));
+    return reservedMap(r.rows);
   }
 
-  async reserve(c: Sql, r: ReservationRow): Promise<void> {
-    await c.query("INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit) VALUES ($1, $2, $3, $4, $5)", [r.id, this.instance, r.buckets, r.mayNew, r.mayRevisit]);
+  /**
+   * Insert reservation `r` and return R per bucket of `buckets` as it was before (inside the
+   * transaction that locked them: roll back to take the reservation back).
+   */
+  async reserveCounting(c: pg.PoolClient, buckets: readonly string[], r: ReservationRow): Promise<Map<string, ReservedCounts>> {
+    const res = await c.query<ReservedCounts & { bucket: string }>(RESERVE_COUNTING, [buckets, this.instance, this.#liveWindowMs, r.id, r.buckets, r.mayNew, r.mayRevisit]);
+    return reservedMap(res.rows);
+  }
+
+  /**
+   * Reserve for an admission that evaluates no limit (it only has to be seen by those that do):
+   * one statement, no transaction of its own, so one round trip once its rows exist.
+   */
+  async reserveUnjudged(q: Sql, r: ReservationRow): Promise<void> {
+    const params = [r.id, this.instance, r.buckets, r.mayNew, r.mayRevisit];
+    await this.#ensureRows(q, r.buckets);
+    if ((await q.query(RESERVE_UNJUDGED, params)).rowCount) return this.remember(r.buckets);
+    // A row this instance believed in is gone (the table was emptied by hand): create it again.
+    await q.query(UPSERT_BUCKETS, [r.buckets]);
+    if (!(await q.query(RESERVE_UNJUDGED, params)).rowCount) throw new Error(`stats buckets ${r.buckets.join(", ")} vanished while reserving`);
   }
 
   /**
@@ -231,6 +267,10 @@ export class StatsTables {
     await q.query(`DELETE FROM stats_reservations r WHERE r.created_at < now() - $1::double precision * interval '1 millisecond' AND NOT ${liveInstance("$2", "$3")}`, [olderThanMs, this.instance, this.#liveWindowMs]);
     await q.query(`DELETE FROM applied_batches WHERE id LIKE '${STATS_BATCH_PREFIX}%' AND applied_at < now() - $1::double precision * interval '1 millisecond'`, [olderThanMs]);
   }
+}
+
+function reservedMap(rows: Array<ReservedCounts & { bucket: string }>): Map<string, ReservedCounts> {
+  return new Map(rows.map((x) => [x.bucket, { total: x.total, new: x.new, revisit: x.revisit }]));
 }
 
 /**

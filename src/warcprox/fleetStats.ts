@@ -125,17 +125,18 @@ export class FleetStats implements StatsStore {
 
   /** One atomic decision in the store; never throws (a failure refuses with 503, or admits a request without limits). */
   async #decide(req: Request, pessimistic: boolean): Promise<Decision> {
+    if (req.limits.length === 0) return this.#reserveUnjudged(req);
     let reservedId: string | null = null;
     try {
       const d = await retryDeadlocks(() =>
         this.#db.transaction(async (c) => {
           const rows = await this.#tables.lock(c, req.buckets, req.evaluated);
-          const reserved = req.evaluated.size ? await this.#tables.reserved(c, [...req.evaluated]) : new Map<string, ReservedCounts>();
-          const v = judge(req.limits, req.scope, countsOf(rows, reserved), pessimistic);
-          if (v.kind === "answer") return refusal(rows.get(v.limit.k.bucket) ?? null, v.limit);
-          if (v.kind === "wait") return WAIT;
+          // Reserved optimistically while R is counted; rolled back unless admitted.
           const id = randomUUID();
-          await this.#tables.reserve(c, { id, buckets: req.buckets, mayNew: req.scope.mayBeNew, mayRevisit: req.scope.mayBeRevisit });
+          const reserved = await this.#tables.reserveCounting(c, [...req.evaluated], { id, buckets: req.buckets, mayNew: req.scope.mayBeNew, mayRevisit: req.scope.mayBeRevisit });
+          const v = judge(req.limits, req.scope, countsOf(rows, reserved), pessimistic);
+          if (v.kind === "answer") throw new Undo(refusal(rows.get(v.limit.k.bucket) ?? null, v.limit));
+          if (v.kind === "wait") throw new Undo(WAIT);
           reservedId = id;
           return this.#reserved(id, req.buckets);
         }),
@@ -143,9 +144,23 @@ export class FleetStats implements StatsStore {
       this.#tables.remember(req.buckets);
       return d;
     } catch (e) {
+      // Rolled back, bucket rows it created included: nothing to remember.
+      if (e instanceof Undo) return e.decision;
       // If only the COMMIT failed, the reservation may exist: make sure it goes when the store is back.
       if (reservedId) this.#held.deferSettle(reservedId, []);
-      if (req.limits.length) return storeUnavailable(this.#why(e));
+      return storeUnavailable(this.#why(e));
+    }
+  }
+
+  /** A capture with stats buckets but no limit: nothing to decide, but others' limits must see it in flight. */
+  async #reserveUnjudged(req: Request): Promise<Decision> {
+    const id = randomUUID();
+    try {
+      await retryDeadlocks(() => this.#db.run((pool) => this.#tables.reserveUnjudged(pool, { id, buckets: req.buckets, mayNew: req.scope.mayBeNew, mayRevisit: req.scope.mayBeRevisit })));
+      return this.#reserved(id, req.buckets);
+    } catch {
+      // The reservation may have been inserted even so (the answer was lost): make sure it goes.
+      this.#held.deferSettle(id, []);
       return this.#unreserved(req.buckets);
     }
   }
@@ -219,6 +234,13 @@ export class FleetStats implements StatsStore {
     if (!this.#held.empty && this.#db.up) await this.#flush();
     if (!this.#held.empty) this.#log.error("stats-not-counted", { store: this.#db.name, reason: "the store is away at shutdown", ...this.#held.summary });
     await this.#listener.close();
+  }
+}
+
+/** Thrown out of an admission's transaction to roll its reservation back: the decision is not "admit". */
+class Undo extends Error {
+  constructor(readonly decision: Decision) {
+    super("not admitted");
   }
 }
 

@@ -42,7 +42,8 @@ describe("stats tables (shared stats, SQL)", () => {
       await db.transaction(async (c) => {
         const rows = await t.lock(c, ["s1", "__all__"], new Set(["s1"]));
         expect(rows.get("s1")).toEqual(delta("s1", 0, 0));
-        await t.reserve(c, { id: "r1", buckets: ["__all__", "s1"], mayNew: true, mayRevisit: false });
+        // R as it was before this reservation, which the same statement inserts.
+        expect(await t.reserveCounting(c, ["s1"], { id: "r1", buckets: ["__all__", "s1"], mayNew: true, mayRevisit: false })).toEqual(new Map());
       });
       expect(await t.reserved(db.pool, ["s1"])).toEqual(new Map([["s1", { total: 1, new: 1, revisit: 0 }]]));
       expect(await t.read(db.pool, "s1")).toBeNull(); // a row exists, but nothing is counted yet: 404 {}
@@ -82,6 +83,41 @@ describe("stats tables (shared stats, SQL)", () => {
     await server.query("DELETE FROM stats_reservations", [], dbName);
   });
 
+  it("an admission that only reserves waits for one evaluating the bucket, and one evaluating it counts the reservation it waited for", async () => {
+    const t = tables();
+    await t.applyBatch(db.pool, "stats:me:kx", [delta("kx", 1, 1)], []);
+    const judged = await db.pool.connect();
+    try {
+      // An evaluating admission holds "kx" FOR UPDATE: a reserving one waits until it commits.
+      await judged.query("BEGIN");
+      await t.lock(judged, ["__all__", "kx"], new Set(["kx"]));
+      let reserved = false;
+      const p = t.reserveUnjudged(db.pool, { id: "kx-1", buckets: ["__all__", "kx"], mayNew: true, mayRevisit: true }).then(() => (reserved = true));
+      await new Promise((r) => setTimeout(r, 150));
+      expect(reserved).toBe(false);
+      await judged.query("COMMIT");
+      await p;
+      // A reserving admission holds "kx" FOR KEY SHARE until it commits: the evaluating one waits, then counts it.
+      const share = await db.pool.connect();
+      await share.query("BEGIN");
+      await t.lock(share, ["__all__", "kx"], new Set());
+      await share.query("INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit) VALUES ('kx-2', 'me', $1, true, true)", [["__all__", "kx"]]);
+      await judged.query("BEGIN");
+      const counted = (async () => {
+        await t.lock(judged, ["kx"], new Set(["kx"]));
+        return t.reserved(judged, ["kx"]);
+      })();
+      await new Promise((r) => setTimeout(r, 150));
+      await share.query("COMMIT");
+      share.release();
+      expect((await counted).get("kx")).toEqual({ total: 2, new: 2, revisit: 2 });
+      await judged.query("COMMIT");
+    } finally {
+      judged.release();
+      await server.query("DELETE FROM stats_reservations", [], dbName);
+    }
+  });
+
   it("buckets are read in creation order, only those where something was counted", async () => {
     const t = tables();
     await t.applyBatch(db.pool, "stats:me:order", [delta("zz-first", 1, 1)], []);
@@ -91,7 +127,7 @@ describe("stats tables (shared stats, SQL)", () => {
     expect(names).not.toContain("__all__x");
   });
 
-  it("admissions, settles and batches over overlapping buckets in any mix of lock modes never deadlock", async () => {
+  it("admissions (judged or not), settles and batches over overlapping buckets in any mix of lock modes never deadlock", async () => {
     const t = tables();
     const names = ["__all__", "job", "job:example.com", "Zed", "émoji-😀", "ß"];
     let seed = 7;
@@ -106,11 +142,11 @@ describe("stats tables (shared stats, SQL)", () => {
           return;
         }
         const id = `dl-${i}`;
-        await db.transaction(async (c) => {
+        if (i % 3 === 1) await t.reserveUnjudged(db.pool, { id, buckets, mayNew: true, mayRevisit: false });
+        else await db.transaction(async (c) => {
           await t.lock(c, buckets, new Set(buckets.filter(() => rnd(2) === 0)));
-          await t.reserved(c, buckets);
           await new Promise((r) => setTimeout(r, rnd(3)));
-          await t.reserve(c, { id, buckets, mayNew: true, mayRevisit: true });
+          await t.reserveCounting(c, buckets, { id, buckets, mayNew: true, mayRevisit: true });
         });
         await t.settle(db.pool, id, buckets.map((b) => delta(b, 1, 1)));
       } catch (e) {
