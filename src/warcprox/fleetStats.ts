@@ -70,6 +70,8 @@ export class FleetStats implements StatsStore {
   readonly #settling = new Set<Promise<void>>();
   readonly #timers: NodeJS.Timeout[] = [];
   #lastHousekeeping = Date.now();
+  /** The last flush failure logged (a failure that repeats every flush is logged once). */
+  #lastFlushError: string | null = null;
 
   private constructor(o: FleetStatsOptions) {
     this.#db = o.db;
@@ -201,8 +203,12 @@ export class FleetStats implements StatsStore {
   async #flush(): Promise<void> {
     try {
       await this.#db.run((pool) => this.#held.flush(pool));
+      this.#lastFlushError = null;
     } catch (e) {
-      if (!isConnectionError(e) && !(e instanceof ProxyError)) this.#log.error("stats-flush-failed", { store: this.#db.name, error: errorMessage(e) });
+      // The store away is logged by SharedDatabase; anything else once until it changes.
+      if (isConnectionError(e) || e instanceof ProxyError || errorMessage(e) === this.#lastFlushError) return;
+      this.#lastFlushError = errorMessage(e);
+      this.#log.error("stats-flush-failed", { store: this.#db.name, error: this.#lastFlushError, ...this.#held.summary });
     }
   }
 

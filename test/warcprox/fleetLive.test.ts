@@ -39,6 +39,17 @@ async function statsOf(l: TestLathe, bucket: string): Promise<{ status: number; 
   return { status: Number(raw.slice(9, 12)), json: JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)) };
 }
 
+/** `GET /api/v1/status` on a lathe's control port. */
+function controlStatus(l: TestLathe): Promise<Record<string, any>> {
+  return new Promise((resolve, reject) => {
+    http.get(`${l.controlUrl}/api/v1/status`, (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve(JSON.parse(body)));
+    }).on("error", reject);
+  });
+}
+
 /** `n` concurrent GETs of `path`, alternating between the two lathes. */
 function acrossFleet(n: number, path: (i: number) => string, meta: unknown): Promise<ClientResponse[]> {
   return Promise.all(
@@ -68,8 +79,8 @@ describe("two lathes sharing one PostgreSQL: Warcprox-Meta stats and limits", ()
       expect(s.status).toBe(200);
       expect(s.json).toMatchObject({ bucket: "fleet-job", total: { urls: 10 } });
       expect(s.json.new.urls + s.json.revisit.urls).toBe(10);
-      const status = (await l.facade.status()) as { statsBuckets: Record<string, { total: { urls: number } }> };
-      expect(status.statsBuckets["fleet-job"]!.total.urls).toBe(10);
+      const status = await controlStatus(l);
+      expect(status.statsBuckets["fleet-job"]).toEqual(s.json);
       expect(status.statsBuckets["__all__"]!.total.urls).toBeGreaterThanOrEqual(10);
     }
     expect((await statsOf(b, "no-such-bucket")).status).toBe(404);
@@ -114,6 +125,9 @@ describe("two lathes sharing one PostgreSQL: Warcprox-Meta stats and limits", ()
       }
       for (let i = 0; i < 4; i++) expect((await viaProxy(i % 2 ? a.proxyUrl : b.proxyUrl, `${origin.url}/bytes/${400 + i}`)).status).toBe(200);
       expect((await statsOf(a, "fleet-away")).status).toBe(503);
+      const status = await controlStatus(b);
+      expect(status.statsBuckets).toBeNull();
+      expect(status.statsBucketsError).toMatch(/the shared store \(PostgreSQL .*\) is unreachable/);
     } finally {
       server.start();
     }
