@@ -45,15 +45,15 @@ function escapeNonAscii(s: string): string {
 
 /** Build a rule answer with §2's three headers in order (Content-Type, Connection, Content-Length, Warcprox-Meta). */
 export function ruleAnswer(status: number, reason: string, warcproxMeta: unknown, body: string): RuleAnswer {
+  return plainAnswer(status, reason, body, ["Warcprox-Meta", asciiJson(warcproxMeta)]);
+}
+
+/** A text/plain answer that closes the connection, with one header of its own last. */
+function plainAnswer(status: number, reason: string, body: string, last: [string, string]): RuleAnswer {
   return {
     status,
     reason,
-    headers: [
-      ["Content-Type", "text/plain;charset=utf-8"],
-      ["Connection", "close"],
-      ["Content-Length", String(Buffer.byteLength(body, "utf8"))],
-      ["Warcprox-Meta", asciiJson(warcproxMeta)],
-    ],
+    headers: [["Content-Type", "text/plain;charset=utf-8"], ["Connection", "close"], ["Content-Length", String(Buffer.byteLength(body, "utf8"))], last],
     body,
   };
 }
@@ -256,16 +256,5 @@ export const STORE_AWAY_RETRY_S = 5;
  */
 export function storeUnavailable(reason: string): Refused {
   const body = `lathe refuses this request rather than overshoot its Warcprox-Meta limits, which it cannot check now: ${reason}\n`;
-  const answer: RuleAnswer = {
-    status: 503,
-    reason: "Service Unavailable",
-    headers: [
-      ["Content-Type", "text/plain;charset=utf-8"],
-      ["Connection", "close"],
-      ["Content-Length", String(Buffer.byteLength(body, "utf8"))],
-      ["Retry-After", String(STORE_AWAY_RETRY_S)],
-    ],
-    body,
-  };
-  return { ok: false, answer, limit: null };
+  return { ok: false, answer: plainAnswer(503, "Service Unavailable", body, ["Retry-After", String(STORE_AWAY_RETRY_S)]), limit: null };
 }

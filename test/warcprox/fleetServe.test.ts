@@ -1,6 +1,5 @@
 /** Two `lathe serve` processes sharing one PostgreSQL: a Warcprox-Meta limit is exact for the fleet. Needs dist/ (npm run build). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
@@ -9,36 +8,14 @@ import { startHttpOrigin, type Origin } from "../helpers/origin.js";
 import { rawExchange, viaProxy } from "../helpers/client.js";
 import { ADMIN_PASSWORD, startPostgres, type PostgresServer } from "../helpers/postgres.js";
 import { registerInstances } from "../helpers/fleet.js";
-
-const BIN = new URL("../../bin/lathe.js", import.meta.url).pathname;
-
-interface Served {
-  proc: ChildProcess;
-  proxyUrl: string;
-  out: () => string;
-}
+import { type Served, startServe } from "../helpers/serve.js";
 
 /** `lathe serve --postgresql URL` as instance `id` (set in its settings file), on ephemeral ports. */
 function serve(url: string, id: string): Promise<Served> {
   const dir = mkdtempSync(join(tmpdir(), "lathe-fleet-"));
   const config = join(dir, "proxy.config.json");
   writeFileSync(config, JSON.stringify({ shared: { instanceId: id } }));
-  const args = ["serve", "--postgresql", url, "--port", "0", "--control-port", "0", "--dir", join(dir, "warcs"), "--certs", join(dir, "certs"), "--config", config];
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  proc.stdout!.on("data", (d) => (out += d));
-  proc.stderr!.on("data", (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`lathe serve did not start: ${out}`)), 20_000);
-    proc.stdout!.on("data", () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m && /WARC directory: /.test(out)) {
-        clearTimeout(t);
-        resolve({ proc, proxyUrl: m[1]!, out: () => out });
-      }
-    });
-    proc.on("exit", (code) => reject(new Error(`lathe serve exited ${code}: ${out}`)));
-  });
+  return startServe(["--postgresql", url, "--port", "0", "--dir", join(dir, "warcs"), "--certs", join(dir, "certs"), "--config", config]);
 }
 
 let server: PostgresServer;
