@@ -22,6 +22,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ProxyError, errorMessage } from "../core/errors.js";
+import { KeyedQueue } from "../core/keyedQueue.js";
 import type { Logger } from "../core/log.js";
 import type { SharedDatabase } from "../postgres/database.js";
 import { isConnectionError } from "../postgres/connect.js";
@@ -66,6 +67,12 @@ export class FleetStats implements StatsStore {
   readonly #listener: NotifyListener;
   /** Undecided admissions: each re-decides when kicked. */
   readonly #waiting = new Set<() => void>();
+  /**
+   * This instance's decisions on the same limited buckets, one at a time: they would wait for
+   * the same row lock anyway, and waiting here holds no pooled connection (under a burst on one
+   * bucket the pool would otherwise run dry and the store be taken for away).
+   */
+  readonly #deciding = new KeyedQueue();
   /** Settles on their way to the store (awaited by close). */
   readonly #settling = new Set<Promise<void>>();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -114,8 +121,9 @@ export class FleetStats implements StatsStore {
     // except through __all__/__unspecified__ (see the head comment): counted locally, sent in batches.
     if (limits.length === 0 && (meta?.statsBuckets === undefined || !this.#db.up)) return this.#unreserved(buckets);
     const req: Request = { buckets, scope: admissionScope(meta, opts), limits, evaluated: new Set(limits.map((l) => l.k.bucket)) };
+    const key = [...req.evaluated].sort().join("\n");
     return awaitVerdict({
-      decide: (pessimistic) => this.#decide(req, pessimistic),
+      decide: (pessimistic) => (limits.length ? this.#deciding.run(key, () => this.#decide(req, pessimistic)) : this.#decide(req, pessimistic)),
       subscribe: (kick) => {
         this.#waiting.add(kick);
         return () => this.#waiting.delete(kick);

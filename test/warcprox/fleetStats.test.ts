@@ -71,6 +71,23 @@ describe("fleet stats and limits (two instances, one PostgreSQL)", () => {
     expect(await reservations()).toBe(0);
   });
 
+  it("a burst of 200 limited captures on one bucket: exactly 50 pass, none is refused for the store", async () => {
+    const m = meta({ stats: { buckets: ["burst"] }, limits: { "burst/total/urls": 50 } });
+    const results = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const r = await (i % 4 ? a : b).admit(m, `http://example.com/burst${i}`);
+        if (r.ok) {
+          await sleep(i % 5);
+          r.release(done);
+        }
+        return r;
+      }),
+    );
+    const statuses = results.map((r) => (r.ok ? 200 : r.answer.status));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 420)).toHaveLength(150);
+  });
+
   it("a soft limit answers 430; a bucket with a limit elsewhere counts stats-only captures as in flight", async () => {
     const statsOnly = meta({ stats: { buckets: ["soft1"] } });
     const limited = meta({ stats: { buckets: ["soft1"] }, "soft-limits": { "soft1/new/urls": 2 } });
