@@ -7,6 +7,7 @@ import type { CdxService } from "../index/service.js";
 import type { ProxyServer } from "../proxy/server.js";
 import type { Connector } from "../upstream/connector.js";
 import type { CrawlLog } from "../warcprox/crawlLog.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { RunningControl } from "./controlServer.js";
 import type { FleetMembership } from "./fleetRegistry.js";
@@ -26,6 +27,9 @@ export interface RunningParts {
   reports: StatusReports;
   crawlLog: CrawlLog | null;
   dedupIndex: DedupIndex;
+  /** Warcprox-Meta stats: what it still holds is counted once no capture can end any more. */
+  stats: StatsStore;
+  /** The fleet's PostgreSQL, closed last. */
   shared: SharedDatabase | null;
 }
 
@@ -45,6 +49,7 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       await p.control?.server.close();
       p.connector.destroy();
       await p.sessionServers.closeAll(graceMs);
+      await p.stats.close();
       await p.pipeline.writerRegistry.closeAll();
       await p.cdx.close();
       p.collections.close();

@@ -9,7 +9,8 @@ import type { CollectionRegistry } from "../archive/collections.js";
 import { type SessionRegistry, summaryOf } from "../archive/sessions.js";
 import type { DedupIndex } from "../dedup/types.js";
 import { RunningStats } from "../warcprox/runningStats.js";
-import type { StatsRegistry } from "../warcprox/stats.js";
+import { errorMessage } from "../core/errors.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
 import { warcproxStatus } from "../warcprox/status.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
@@ -24,7 +25,7 @@ export interface StatusSources {
   sessions: SessionRegistry;
   collections: CollectionRegistry;
   counters: CollectionCounters;
-  stats: StatsRegistry;
+  stats: StatsStore;
 }
 
 export class StatusReports {
@@ -66,15 +67,22 @@ export class StatusReports {
     return warcproxStatus(sources, socket);
   };
 
-  /** `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket. */
-  controlStatus = (): Record<string, unknown> => {
+  /**
+   * `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket (in
+   * a fleet: the fleet's buckets, read from the shared store; null with the reason while it is away).
+   */
+  controlStatus = async (): Promise<Record<string, unknown>> => {
     const { sessions, collections, counters, stats } = this.#s;
-    return {
+    const base = {
       ...this.lathe(),
       sessions: sessions.list().map((x) => summaryOf(x)),
       collections: Object.fromEntries(collections.list().map((c) => [c.name, { prefix: c.prefix, ...counters.report(c.name) }])),
-      statsBuckets: Object.fromEntries(stats.names().map((b) => [b, stats.get(b)])),
     };
+    try {
+      return { ...base, statsBuckets: Object.fromEntries((await stats.buckets()).map((b) => [b.bucket, b])) };
+    } catch (e) {
+      return { ...base, statsBuckets: null, statsBucketsError: errorMessage(e) };
+    }
   };
 
   /** `/metrics`, Prometheus text. */

@@ -16,7 +16,7 @@ export interface ProxyContext {
   /** Why captures cannot be written right now, or null when the writer is healthy. */
   writerFailure(): ProxyError | null;
   collections: import("../archive/collections.js").CollectionRegistry;
-  stats: import("../warcprox/stats.js").StatsRegistry;
+  stats: import("../warcprox/statsStore.js").StatsStore;
   /** Counters of a collection (created on first use). */
   collectionCounters(name: string): import("../archive/sessions.js").SessionCounters;
   crawlLog: import("../warcprox/crawlLog.js").CrawlLog | null;

@@ -4,10 +4,11 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { StatsRegistry } from "./stats.js";
+import { errorMessage } from "../core/errors.js";
+import type { StatsStore } from "./statsStore.js";
 
 export interface WarcproxRoutesContext {
-  stats: StatsRegistry;
+  stats: StatsStore;
   /** The `GET /status` document for a request that arrived on `socket`. */
   status(socket: Socket): Record<string, unknown>;
 }
@@ -29,8 +30,11 @@ export function answerWarcproxRoute(ctx: WarcproxRoutesContext, req: IncomingMes
     } catch {
       name = "";
     }
-    const b = ctx.stats.get(name);
-    sendJson(res, b ? 200 : 404, JSON.stringify(b ?? {}));
+    ctx.stats.bucket(name).then(
+      (b) => sendJson(res, b ? 200 : 404, JSON.stringify(b ?? {})),
+      // The fleet's store is away: say so rather than show a figure that may be wrong.
+      (e) => sendJson(res, 503, JSON.stringify({ error: errorMessage(e) })),
+    );
     return true;
   }
   return false;
