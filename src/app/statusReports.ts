@@ -61,28 +61,35 @@ export class StatusReports {
   };
 
   /** `GET /status` on the proxy port, for a request that arrived on `socket`. */
-  proxyStatus = (socket: Socket): Record<string, unknown> => {
+  proxyStatus = async (socket: Socket): Promise<Record<string, unknown>> => {
     const { archiver } = this.#s.pipeline;
-    const sources = { version: VERSION, startedAt: this.startedAt, activeStarts: () => this.#s.inFlight.starts(), urlsProcessed: () => archiver.stats.captures, warcBytesWritten: this.warcBytes, rates: this.rates, lathe: this.lathe };
+    const buckets = await this.#statsBuckets();
+    const lathe = () => ({ ...this.lathe(), ...buckets });
+    const sources = { version: VERSION, startedAt: this.startedAt, activeStarts: () => this.#s.inFlight.starts(), urlsProcessed: () => archiver.stats.captures, warcBytesWritten: this.warcBytes, rates: this.rates, lathe };
     return warcproxStatus(sources, socket);
   };
+
+  /** The Warcprox-Meta stats buckets (a fleet's, read from the shared store), or null and why. */
+  async #statsBuckets(): Promise<{ statsBuckets: Record<string, unknown> | null; statsBucketsError?: string }> {
+    try {
+      return { statsBuckets: Object.fromEntries((await this.#s.stats.buckets()).map((b) => [b.bucket, b])) };
+    } catch (e) {
+      return { statsBuckets: null, statsBucketsError: errorMessage(e) };
+    }
+  }
 
   /**
    * `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket (in
    * a fleet: the fleet's buckets, read from the shared store; null with the reason while it is away).
    */
   controlStatus = async (): Promise<Record<string, unknown>> => {
-    const { sessions, collections, counters, stats } = this.#s;
+    const { sessions, collections, counters } = this.#s;
     const base = {
       ...this.lathe(),
       sessions: sessions.list().map((x) => summaryOf(x)),
       collections: Object.fromEntries(collections.list().map((c) => [c.name, { prefix: c.prefix, ...counters.report(c.name) }])),
     };
-    try {
-      return { ...base, statsBuckets: Object.fromEntries((await stats.buckets()).map((b) => [b.bucket, b])) };
-    } catch (e) {
-      return { ...base, statsBuckets: null, statsBucketsError: errorMessage(e) };
-    }
+    return { ...base, ...(await this.#statsBuckets()) };
   };
 
   /** `/metrics`, Prometheus text. */

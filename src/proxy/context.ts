@@ -26,5 +26,5 @@ export interface ProxyContext {
   /** Resolves when no exchange is in flight (graceful shutdown). */
   idle(): Promise<void>;
   /** The `GET /status` document (warcprox shape) for a request that arrived on `socket`. */
-  status(socket: import("node:net").Socket): Record<string, unknown>;
+  status(socket: import("node:net").Socket): Promise<Record<string, unknown>>;
 }

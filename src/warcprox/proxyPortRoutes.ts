@@ -10,7 +10,7 @@ import type { StatsStore } from "./statsStore.js";
 export interface WarcproxRoutesContext {
   stats: StatsStore;
   /** The `GET /status` document for a request that arrived on `socket`. */
-  status(socket: Socket): Record<string, unknown>;
+  status(socket: Socket): Promise<Record<string, unknown>>;
 }
 
 /** Answers `GET /status` and `GET /lathe/stats/{bucket}`; false for any other request. */
@@ -18,7 +18,10 @@ export function answerWarcproxRoute(ctx: WarcproxRoutesContext, req: IncomingMes
   if (req.method !== "GET") return false;
   if (req.url === "/status") {
     req.resume();
-    sendJson(res, 200, JSON.stringify(ctx.status(req.socket), null, 2));
+    ctx.status(req.socket).then(
+      (doc) => sendJson(res, 200, JSON.stringify(doc, null, 2)),
+      (e) => sendJson(res, 500, JSON.stringify({ error: errorMessage(e) })),
+    );
     return true;
   }
   if (req.url?.startsWith("/lathe/stats/")) {

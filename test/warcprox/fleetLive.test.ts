@@ -73,7 +73,7 @@ describe("two lathes sharing one PostgreSQL: Warcprox-Meta stats and limits", ()
     expect(await reservations()).toBe(0);
   });
 
-  it("each lathe shows the fleet's buckets: /lathe/stats on the proxy port and statsBuckets of /api/v1/status", async () => {
+  it("each lathe shows the fleet's buckets: /lathe/stats and /status on the proxy port, statsBuckets of /api/v1/status", async () => {
     for (const l of [a, b]) {
       const s = await statsOf(l, "fleet-job");
       expect(s.status).toBe(200);
@@ -82,6 +82,9 @@ describe("two lathes sharing one PostgreSQL: Warcprox-Meta stats and limits", ()
       const status = await controlStatus(l);
       expect(status.statsBuckets["fleet-job"]).toEqual(s.json);
       expect(status.statsBuckets["__all__"]!.total.urls).toBeGreaterThanOrEqual(10);
+      const raw = await rawExchange(l.proxyUrl, "GET /status HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n");
+      const warcproxStatus = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+      expect(warcproxStatus.lathe.statsBuckets["fleet-job"]).toEqual(s.json);
     }
     expect((await statsOf(b, "no-such-bucket")).status).toBe(404);
   });
