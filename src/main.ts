@@ -8,7 +8,8 @@ import { type IdSource, randomIds } from "./core/ids.js";
 import { type Logger, createLogger } from "./core/log.js";
 import type { Archiver } from "./archive/pipeline.js";
 import type { ControlFacade } from "./control/facade.js";
-import type { DedupStore } from "./dedup/types.js";
+import type { DedupIndex } from "./dedup/types.js";
+import type { SharedDatabase } from "./postgres/database.js";
 import type { CdxService } from "./index/service.js";
 import { createProxyServer } from "./proxy/server.js";
 import type { LeafCache } from "./tls/leafCache.js";
@@ -21,6 +22,7 @@ import { CollectionCounters } from "./app/collectionCounters.js";
 import { openCollectionsAndIndex } from "./app/collectionsAndIndex.js";
 import { buildControlFacade } from "./app/controlFacade.js";
 import { startControlServer } from "./app/controlServer.js";
+import { FleetMembership, instanceIdOf } from "./app/fleetRegistry.js";
 import { InFlightExchanges } from "./app/inFlight.js";
 import { hostPortOf } from "./app/listenAddress.js";
 import { buildProxyContext, openCrawlLog } from "./app/proxyContext.js";
@@ -29,6 +31,7 @@ import { gracefulStop } from "./app/shutdown.js";
 import { StatusReports } from "./app/statusReports.js";
 import { OwnEndpoints, buildConnector } from "./app/upstream.js";
 import { openWarcDirectory } from "./app/warcDirectory.js";
+import { fleetNaming, sharedUrl } from "./app/sharedState.js";
 
 export interface Lathe {
   config: Config;
@@ -39,7 +42,9 @@ export interface Lathe {
   warcDir: string;
   archiver: Archiver;
   writers: Map<string, WarcWriter>;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
+  /** The shared PostgreSQL (issue "A fleet…"), or null when standalone. */
+  shared: SharedDatabase | null;
   facade: ControlFacade;
   /** The collections' CDXJ indexes (GET /cdx). */
   cdx: CdxService;
@@ -58,36 +63,46 @@ export interface StartOptions {
 }
 
 /** The composition root: build everything from a Config and start listening. */
-export async function startLathe(config: Config, o: StartOptions = {}): Promise<Lathe> {
-  assertNotOpenProxy(config);
-  const log = o.log ?? createLogger({ level: config.log.level, json: config.log.json });
+export async function startLathe(given: Config, o: StartOptions = {}): Promise<Lathe> {
+  assertNotOpenProxy(given);
+  const log = o.log ?? createLogger({ level: given.log.level, json: given.log.json });
+  const config = sharedUrl(given) ? fleetNaming(given, log) : given;
   const clock = o.clock ?? systemClock;
   const ids = o.ids ?? randomIds;
-  const { warcDir, dedupStore } = await openWarcDirectory(config, log);
+  const { warcDir, dedupIndex, shared } = await openWarcDirectory(config, log);
   const { ca, leaves, leafSource } = await loadCertificates(config, log);
 
   let port = config.proxy.port;
   const { collections, sessions, cdx } = await openCollectionsAndIndex(config, warcDir, log);
-  const pipeline = buildArchivePipeline({ config, warcDir, clock, ids, log, dedupStore, collections, cdx, proxyPort: () => port });
+  const pipeline = buildArchivePipeline({ config, warcDir, clock, ids, log, dedupIndex, collections, cdx, proxyPort: () => port });
   const own = new OwnEndpoints();
   const connector = buildConnector(config, own, o.lookup);
 
   const inFlight = new InFlightExchanges();
   const counters = new CollectionCounters();
   const stats = new StatsRegistry();
-  const reports = new StatusReports({ config, dedupStore, pipeline, inFlight, sessions, collections, counters, stats });
+  const reports = new StatusReports({ config, dedupIndex, pipeline, inFlight, sessions, collections, counters, stats });
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
   const sessionServers = new SessionServers(ctx, leafSource, own);
-  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports });
+  const fleet = new FleetMembership({ config, log, inFlight, captures: () => pipeline.archiver.stats.captures });
+  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports, fleet: fleet.answer });
 
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;
+  if (shared) shared.instanceId = instanceIdOf(config, port);
   own.set("proxy", address);
   const control = await startControlServer({ config, log, warcDir, facade, collections, sessions, pipeline, cdx, own, proxy });
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
   const proxyHostPort = hostPortOf(address);
   log.info("proxy-listening", { address: proxyHostPort, ca: ca.certPath, warcDir, hostname: hostname() });
+  const stop = gracefulStop({ log, fleet, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, shared });
+  try {
+    await fleet.start(shared, { proxy: address, control: control?.url ?? null });
+  } catch (e) {
+    await stop(0);
+    throw e;
+  }
 
   return {
     config,
@@ -98,10 +113,11 @@ export async function startLathe(config: Config, o: StartOptions = {}): Promise<
     warcDir,
     archiver: pipeline.archiver,
     writers: pipeline.writerRegistry.map,
-    dedupStore,
+    dedupIndex,
+    shared,
     facade,
     cdx,
     controlUrl: control?.url ?? null,
-    stop: gracefulStop({ log, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupStore }),
+    stop,
   };
 }

@@ -8,7 +8,7 @@ import type { CollectionRegistry } from "../archive/collections.js";
 import { Deduplicator } from "../archive/dedup.js";
 import { Archiver } from "../archive/pipeline.js";
 import { WriterRegistry } from "../archive/writers.js";
-import type { DedupStore } from "../dedup/types.js";
+import type { DedupIndex } from "../dedup/types.js";
 import type { CdxService } from "../index/service.js";
 
 export interface ArchivePipelineDeps {
@@ -17,7 +17,7 @@ export interface ArchivePipelineDeps {
   clock: Clock;
   ids: IdSource;
   log: Logger;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
   collections: CollectionRegistry;
   cdx: CdxService;
   /** The proxy's port, written into warcinfo: only known once the proxy listens. */
@@ -43,7 +43,7 @@ export function buildArchivePipeline(d: ArchivePipelineDeps): ArchivePipeline {
     defaults: () => collections.get("default")!,
     indexFor: (collection) => cdx.hookFor(collection),
   });
-  const dedup = new Deduplicator(d.dedupStore, d.log);
+  const dedup = new Deduplicator(d.dedupIndex, d.log);
   const archiver = new Archiver({ writerFor: writerRegistry.writerFor, dedup, dedupPolicy: config.dedup, ids: d.ids, version: config.warc.version, digest: config.warc.digest, log: d.log });
   return { writerRegistry, dedup, archiver };
 }

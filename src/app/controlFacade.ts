@@ -5,7 +5,7 @@ import type { IdSource } from "../core/ids.js";
 import { VERSION } from "../core/version.js";
 import type { CollectionRegistry } from "../archive/collections.js";
 import type { SessionRegistry } from "../archive/sessions.js";
-import type { ControlFacade } from "../control/facade.js";
+import type { ControlFacade, FleetAnswer } from "../control/facade.js";
 import { createFacade } from "../control/facadeImpl.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { SessionServers } from "./sessionServers.js";
@@ -21,6 +21,7 @@ export interface ControlFacadeDeps {
   caPem: string;
   sessionServers: SessionServers;
   reports: StatusReports;
+  fleet: () => Promise<FleetAnswer>;
 }
 
 export function buildControlFacade(d: ControlFacadeDeps): ControlFacade {
@@ -36,6 +37,7 @@ export function buildControlFacade(d: ControlFacadeDeps): ControlFacade {
     caPem: d.caPem,
     startSessionServer: d.sessionServers.start,
     status: d.reports.controlStatus,
+    fleet: d.fleet,
     metrics: d.reports.metrics,
   });
 }

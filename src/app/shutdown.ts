@@ -1,18 +1,21 @@
 /** The graceful stop of a running lathe: finish in-flight captures, close and rename every file. */
 import type { Logger } from "../core/log.js";
 import type { CollectionRegistry } from "../archive/collections.js";
-import type { DedupStore } from "../dedup/types.js";
+import type { DedupIndex } from "../dedup/types.js";
+import type { SharedDatabase } from "../postgres/database.js";
 import type { CdxService } from "../index/service.js";
 import type { ProxyServer } from "../proxy/server.js";
 import type { Connector } from "../upstream/connector.js";
 import type { CrawlLog } from "../warcprox/crawlLog.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { RunningControl } from "./controlServer.js";
+import type { FleetMembership } from "./fleetRegistry.js";
 import type { SessionServers } from "./sessionServers.js";
 import type { StatusReports } from "./statusReports.js";
 
 export interface RunningParts {
   log: Logger;
+  fleet: FleetMembership;
   proxy: ProxyServer;
   control: RunningControl | null;
   connector: Connector;
@@ -22,18 +25,21 @@ export interface RunningParts {
   collections: CollectionRegistry;
   reports: StatusReports;
   crawlLog: CrawlLog | null;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
+  shared: SharedDatabase | null;
 }
 
 /**
- * `stop(graceMs)`: the first call stops everything, later calls get the same promise. The main
- * proxy stops first (letting exchanges in flight finish and be archived); the writers, index and
- * stores close only after every server that feeds them.
+ * `stop(graceMs)`: the first call stops everything, later calls get the same promise. The
+ * instance leaves the fleet registry first (crawlers stop picking it), then the main proxy stops
+ * (letting exchanges in flight finish and be archived); the writers, index and stores close only
+ * after every server that feeds them.
  */
 export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<void> {
   let stopped: Promise<void> | null = null;
   return (graceMs = 10_000) => {
     stopped ??= (async () => {
+      await p.fleet.stop();
       await p.proxy.close(graceMs);
       p.control?.liveFeed.close();
       await p.control?.server.close();
@@ -44,7 +50,8 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       p.collections.close();
       p.reports.rates.stop();
       await p.crawlLog?.close();
-      p.dedupStore.close();
+      await p.dedupIndex.close();
+      await p.shared?.close();
       const { archiver } = p.pipeline;
       p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
     })();

@@ -7,7 +7,7 @@ import type { Config } from "../config/schema.js";
 import { VERSION } from "../core/version.js";
 import type { CollectionRegistry } from "../archive/collections.js";
 import { type SessionRegistry, summaryOf } from "../archive/sessions.js";
-import type { DedupStore } from "../dedup/types.js";
+import type { DedupIndex } from "../dedup/types.js";
 import { RunningStats } from "../warcprox/runningStats.js";
 import type { StatsRegistry } from "../warcprox/stats.js";
 import { warcproxStatus } from "../warcprox/status.js";
@@ -18,7 +18,7 @@ import { prometheusText } from "./prometheus.js";
 
 export interface StatusSources {
   config: Config;
-  dedupStore: DedupStore;
+  dedupIndex: DedupIndex;
   pipeline: ArchivePipeline;
   inFlight: InFlightExchanges;
   sessions: SessionRegistry;
@@ -42,7 +42,7 @@ export class StatusReports {
 
   /** lathe's own counters: the `lathe` part of the proxy's /status, and the base of the control API's. */
   lathe = (): Record<string, unknown> => {
-    const { config, dedupStore, pipeline } = this.#s;
+    const { config, dedupIndex, pipeline } = this.#s;
     const { archiver, dedup, writerRegistry } = pipeline;
     return {
       version: VERSION,
@@ -51,7 +51,7 @@ export class StatusReports {
       revisits: archiver.stats.revisits,
       failed: archiver.stats.failed,
       bytesSaved: archiver.stats.bytesSaved,
-      dedup: { policy: config.dedup.policy, entries: dedupStore.count(), buckets: Object.fromEntries(dedup.counters) },
+      dedup: { policy: config.dedup.policy, engine: dedupIndex.engine, entries: dedupIndex.count(), ...dedupIndex.report(), buckets: Object.fromEntries(dedup.counters) },
       writers: [...writerRegistry.map.entries()].map(([prefix, w]) => {
         const st = w.state();
         return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null };

@@ -7,7 +7,7 @@ import type { Config } from "../config/schema.js";
 import type { Logger } from "../core/log.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
 import { parseDigest } from "../dedup/digestKey.js";
-import type { BucketCounters, DedupEntry, DedupStore, DigestKey } from "../dedup/types.js";
+import type { BucketCounters, Claim, DedupEntry, DedupIndex, DigestKey } from "../dedup/types.js";
 import { formatDigest } from "../warc/digest.js";
 import type { RevisitOf } from "../warc/records.js";
 import type { WrittenRecord } from "../warc/types.js";
@@ -46,17 +46,17 @@ function etagList(v: string): string[] {
 const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: () => undefined };
 
 export class Deduplicator {
-  readonly #store: DedupStore;
+  readonly #store: DedupIndex;
   readonly #log: Logger;
   readonly #inflight = new Map<string, Promise<void>>();
   readonly counters = new Map<string, BucketCounters>();
 
-  constructor(store: DedupStore, log: Logger) {
+  constructor(store: DedupIndex, log: Logger) {
     this.#store = store;
     this.#log = log;
   }
 
-  get store(): DedupStore {
+  get store(): DedupIndex {
     return this.#store;
   }
 
@@ -77,76 +77,117 @@ export class Deduplicator {
 
   async decide(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): Promise<DedupDecision> {
     if (p.policy === "off") return NONE;
-    if (res.status === 304 && p.serverNotModified) {
-      const snm = this.#serverNotModified(uri, req, res, p);
-      if (snm) {
-        for (const b of p.buckets) this.#count(b.name).captures++;
-        this.#count(snm.bucket).revisits++;
-        return { revisit: snm.of, bytesSaved: 0, settle: () => undefined };
-      }
-      return NONE;
-    }
+    if (res.status === 304 && p.serverNotModified) return this.#decideNotModified(uri, req, res, p);
     const key = this.eligible(res, p);
     if (!key) return NONE;
     const k = `${key.alg}:${key.bytes.toString("hex")}`;
-    // An identical payload still being written: wait for it (bounded), then it is in the store.
-    const pending = this.#inflight.get(k);
-    if (pending) {
-      await Promise.race([pending, new Promise((r) => setTimeout(r, p.inflightWaitMs).unref())]);
-    }
+    const done = await this.#queueBehindWriters(k, p.inflightWaitMs);
     for (const b of p.buckets) this.#count(b.name).captures++;
-    const hit = this.#lookup(uri, key, p);
-    if (hit) {
-      const c = this.#count(hit.bucket);
-      c.revisits++;
-      c.bytesSaved += res.bodyLength;
-      return {
-        revisit: {
-          profile: "identical-payload-digest",
-          refersTo: hit.recordId,
-          refersToTargetUri: hit.url,
-          refersToDate: hit.date,
-          payloadDigest: res.payloadDigest!,
-        },
-        bytesSaved: res.bodyLength,
-        settle: () => undefined,
-      };
+    let claim: Claim | null = null;
+    let hit: DedupEntry | null = null;
+    try {
+      hit = await this.#lookup(uri, key, p);
+      if (!hit) {
+        // Another instance of the fleet may be writing the same payload right now.
+        claim = await this.#store.claim(key, p.inflightWaitMs);
+        if (claim.kind === "settled") hit = await this.#lookup(uri, key, p);
+      }
+    } catch (e) {
+      // The store cannot say: a full response, never a revisit that cannot be verified.
+      this.#log.warn("dedup-lookup-failed", { uri, error: (e as Error).message });
     }
-    // This capture becomes the original: later identical payloads wait for its write.
-    let wake!: () => void;
-    const mine = new Promise<void>((r) => (wake = r));
-    const registered = !this.#inflight.has(k);
-    if (registered) this.#inflight.set(k, mine);
+    if (hit) {
+      done();
+      return this.#revisitOf(hit, res);
+    }
+    const release = claim?.kind === "mine" ? claim.release : () => undefined;
     return {
       revisit: null,
       bytesSaved: 0,
       settle: (written) => {
-        try {
-          if (written) this.#remember(uri, key, res, written, p);
-        } catch (e) {
-          this.#log.error("dedup-remember-failed", { uri, error: e });
-        } finally {
-          if (registered && this.#inflight.get(k) === mine) this.#inflight.delete(k);
-          wake();
-        }
+        this.#remember(uri, key, res, written, p)
+          .catch((e: unknown) => this.#log.error("dedup-remember-failed", { uri, error: e }))
+          .finally(() => {
+            release();
+            done();
+          });
       },
     };
   }
 
-  #lookup(uri: string, key: DigestKey, p: DedupPolicy): DedupEntry | null {
+  /**
+   * An identical payload still being written by this instance: wait for it (bounded), then it is
+   * in the store. Whoever registered while we waited is waited for too, so captures of one payload
+   * are decided, and written, in the order they arrived. Then this capture registers (in the same
+   * turn as the last check, so nobody slips in between): it may become the original, and later
+   * identical payloads here wait for it. Returns the call that ends its registration.
+   */
+  async #queueBehindWriters(k: string, waitMs: number): Promise<() => void> {
+    const deadline = Date.now() + waitMs;
+    for (let pending = this.#inflight.get(k); pending; pending = this.#inflight.get(k)) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([pending.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), left).unref()))]);
+      clearTimeout(timer);
+      if (timedOut) break;
+    }
+    let wake!: () => void;
+    const mine = new Promise<void>((r) => (wake = r));
+    const registered = !this.#inflight.has(k);
+    if (registered) this.#inflight.set(k, mine);
+    return () => {
+      if (registered && this.#inflight.get(k) === mine) this.#inflight.delete(k);
+      wake();
+    };
+  }
+
+  async #decideNotModified(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): Promise<DedupDecision> {
+    let snm: { bucket: string; of: RevisitOf } | null = null;
+    try {
+      snm = await this.#serverNotModified(uri, req, res, p);
+    } catch (e) {
+      this.#log.warn("dedup-lookup-failed", { uri, error: (e as Error).message });
+    }
+    if (!snm) return NONE;
+    for (const b of p.buckets) this.#count(b.name).captures++;
+    this.#count(snm.bucket).revisits++;
+    return { revisit: snm.of, bytesSaved: 0, settle: () => undefined };
+  }
+
+  #revisitOf(hit: DedupEntry, res: CapturedMessage): DedupDecision {
+    const c = this.#count(hit.bucket);
+    c.revisits++;
+    c.bytesSaved += res.bodyLength;
+    return {
+      revisit: {
+        profile: "identical-payload-digest",
+        refersTo: hit.recordId,
+        refersToTargetUri: hit.url,
+        refersToDate: hit.date,
+        payloadDigest: res.payloadDigest!,
+      },
+      bytesSaved: res.bodyLength,
+      settle: () => undefined,
+    };
+  }
+
+  async #lookup(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
     for (const b of p.buckets) {
       const hit =
         p.policy === "digest"
-          ? this.#store.byDigest(b.name, key)
+          ? await this.#store.byDigest(b.name, key)
           : p.policy === "url"
-            ? this.#store.byUrlAndDigest(b.name, uri, key)
-            : (this.#store.byUrlAndDigest(b.name, uri, key) ?? this.#store.byDigest(b.name, key));
+            ? await this.#store.byUrlAndDigest(b.name, uri, key)
+            : ((await this.#store.byUrlAndDigest(b.name, uri, key)) ?? (await this.#store.byDigest(b.name, key)));
       if (hit) return hit;
     }
     return null;
   }
 
-  #remember(uri: string, key: DigestKey, res: CapturedMessage, w: WrittenRecord, p: DedupPolicy): void {
+  /** Store the new original's entries (only once it is written: `written` null means it was not). */
+  async #remember(uri: string, key: DigestKey, res: CapturedMessage, w: WrittenRecord | null, p: DedupPolicy): Promise<void> {
+    if (!w) return;
     const entries: DedupEntry[] = p.buckets
       .filter((b) => b.mode === "rw")
       .map((b) => ({
@@ -162,17 +203,17 @@ export class Deduplicator {
         etag: header(res.headFields, "etag") ?? null,
         lastModified: header(res.headFields, "last-modified") ?? null,
       }));
-    if (entries.length) this.#store.add(entries);
+    if (entries.length) await this.#store.add(entries);
   }
 
   /** warc-records.md §4 server-not-modified: a 304 to a conditional request matching a stored capture. */
-  #serverNotModified(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): { bucket: string; of: RevisitOf } | null {
+  async #serverNotModified(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): Promise<{ bucket: string; of: RevisitOf } | null> {
     const inm = header(req.headFields, "if-none-match");
     const ims = header(req.headFields, "if-modified-since");
     if (!inm && !ims) return null;
     const resTag = header(res.headFields, "etag");
     for (const b of p.buckets) {
-      for (const e of this.#store.byUrl(b.name, uri, 50)) {
+      for (const e of await this.#store.byUrl(b.name, uri, 50)) {
         let match = false;
         if (e.etag && resTag) match = weakEqual(e.etag, resTag);
         else if (e.etag && inm) match = etagList(inm).some((t) => weakEqual(t, e.etag!));

@@ -82,6 +82,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   out(`lathe proxy listening on ${lathe.proxyUrl}\n`);
   out(`CA certificate: ${lathe.ca.certPath}\n`);
   out(`WARC directory: ${lathe.warcDir}\n`);
+  if (lathe.shared) out(`shared store: ${lathe.shared.url.redacted} (instance ${lathe.shared.instanceId})\n`);
   if (lathe.controlUrl) out(controlBanner(lathe.controlUrl));
 
   await new Promise<void>((resolve) => {

@@ -17,6 +17,7 @@ export type ApiErrorCode =
   | "ERR_UNSUPPORTED_MEDIA_TYPE"
   | "ERR_WARC_WRITE"
   | "ERR_SPOOL"
+  | "ERR_SHARED_UNAVAILABLE"
   | "ERR_INTERNAL";
 
 /** Every code with the status it is answered with (the OpenAPI document lists them). */
@@ -31,6 +32,7 @@ export const API_ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   ERR_UNSUPPORTED_MEDIA_TYPE: 415,
   ERR_WARC_WRITE: 503,
   ERR_SPOOL: 503,
+  ERR_SHARED_UNAVAILABLE: 503,
   ERR_INTERNAL: 500,
 };
 
@@ -79,6 +81,9 @@ export function toApiError(e: unknown): { error: ApiError; internal: boolean } {
         return { error: new ApiError("ERR_WARC_WRITE", e.message, { headers: { "retry-after": "30" }, cause: e }), internal: false };
       case "ERR_SPOOL":
         return { error: new ApiError("ERR_SPOOL", e.message, { headers: { "retry-after": "30" }, cause: e }), internal: false };
+      case "ERR_SHARED_UNAVAILABLE":
+        // The store is probed every second; its answers come back as soon as it does.
+        return { error: new ApiError("ERR_SHARED_UNAVAILABLE", e.message, { headers: { "retry-after": "5" }, cause: e }), internal: false };
       default:
         // A ProxyError's message is written for people: pass it on, keep the code in the text.
         return { error: new ApiError("ERR_INTERNAL", `${e.code}: ${e.message}`, { cause: e }), internal: true };

@@ -5,6 +5,7 @@
 import type { Readable } from "node:stream";
 import type { Collection, CollectionInput, CollectionRegistry } from "../archive/collections.js";
 import type { SessionSummary } from "../archive/sessions.js";
+import type { FleetInstance } from "../postgres/registry.js";
 
 export interface SessionInfo extends SessionSummary {
   proxy: { host: string; port: number };
@@ -37,6 +38,15 @@ export interface WrittenResource {
   uri: string;
 }
 
+/** `GET /api/v1/fleet`: the live instances sharing this one's store, least loaded first. */
+export interface FleetAnswer {
+  /** Whether instances share state through PostgreSQL; false = this instance alone. */
+  shared: boolean;
+  /** `PostgreSQL host:port/db` (never a password), when shared. */
+  store?: string;
+  instances: FleetInstance[];
+}
+
 export interface ControlFacade {
   readonly version: string;
   collections: CollectionRegistry;
@@ -49,6 +59,8 @@ export interface ControlFacade {
   closeSession(id: string): Promise<SessionSummary>;
   writeResource(input: ResourceInput): Promise<WrittenResource>;
   status(): Record<string, unknown>;
+  /** Throws ProxyError("ERR_SHARED_UNAVAILABLE") while the shared store is unreachable. */
+  fleet(): Promise<FleetAnswer>;
   /** Prometheus text exposition format. */
   metrics(): string;
   caPem(): string;

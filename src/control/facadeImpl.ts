@@ -18,7 +18,7 @@ import type { IdSource } from "../core/ids.js";
 import { formatWarcDate } from "../warc/date.js";
 import { formatDigest, newHash } from "../warc/digest.js";
 import { buildResource, type ResourceContext } from "../warc/records.js";
-import type { ControlFacade, ResourceInput, SessionInfo, WrittenResource } from "./facade.js";
+import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WrittenResource } from "./facade.js";
 
 export interface FacadeDeps {
   version: string;
@@ -33,6 +33,7 @@ export interface FacadeDeps {
   /** Start a proxy server bound to a session on `port` (0 = ephemeral) of the proxy host. */
   startSessionServer(s: Session, port: number): Promise<{ server: ProxyServer; port: number }>;
   status(): Record<string, unknown>;
+  fleet(): Promise<FleetAnswer>;
   metrics(): string;
 }
 
@@ -178,6 +179,7 @@ export function createFacade(d: FacadeDeps): ControlFacade {
       }
     },
     status: d.status,
+    fleet: d.fleet,
     metrics: d.metrics,
     caPem: () => d.caPem,
   };

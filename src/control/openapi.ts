@@ -205,6 +205,34 @@ const schemas: Record<string, Json> = {
     },
   },
   Status: { type: "object", description: "Status and statistics per collection, session and bucket.", additionalProperties: true },
+  FleetInstance: {
+    type: "object",
+    required: ["id", "hostname", "pid", "proxy", "control", "version", "startedAt", "heartbeatAt", "load"],
+    properties: {
+      id: { type: "string", description: "shared.instanceId, or `<hostname>:<proxy port>`." },
+      hostname: STR,
+      pid: { type: "integer", minimum: 1 },
+      proxy: { type: "string", description: "`host:port` of its proxy: point the crawler here." },
+      control: { type: ["string", "null"], description: "`http://host:port` of its control API, or null when that is off." },
+      version: STR,
+      startedAt: { type: "string", format: "date-time" },
+      heartbeatAt: { type: "string", format: "date-time", description: "Its last heartbeat (the database server's clock)." },
+      load: {
+        type: "object",
+        required: ["inFlight", "capturesPerSec"],
+        properties: { inFlight: { type: "integer", minimum: 0, description: "Exchanges in flight." }, capturesPerSec: { type: "number", minimum: 0, description: "Over its last heartbeat interval." } },
+      },
+    },
+  },
+  Fleet: {
+    type: "object",
+    required: ["shared", "instances"],
+    properties: {
+      shared: { type: "boolean", description: "false: no shared.postgresql; the fleet is this instance." },
+      store: { type: "string", description: "`PostgreSQL host:port/db`, when shared." },
+      instances: { type: "array", items: ref("FleetInstance"), description: "Live instances, least loaded first (in flight, then captures per second)." },
+    },
+  },
   ApiIndex: {
     type: "object",
     description: "Every operation of /openapi.json, in its order, and a link to the document.",
@@ -384,6 +412,17 @@ export const ROUTES: readonly RouteDef[] = [
     errors: [],
   },
   {
+    id: "getFleet",
+    method: "GET",
+    path: "/api/v1/fleet",
+    summary: "The live instances of the fleet",
+    description: "The instances sharing this one's PostgreSQL store (shared.postgresql), least loaded first: a crawler can take the first. An instance is listed from its first heartbeat until it stops or misses 3. Without PostgreSQL, this instance alone (`shared: false`). 503 while the store is unreachable.",
+    tags: ["status"],
+    auth: true,
+    responses: { 200: { description: "The live instances.", content: json(ref("Fleet")) } },
+    errors: [503],
+  },
+  {
     id: "getMetrics",
     method: "GET",
     path: "/metrics",
@@ -434,7 +473,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: `JSON body larger than ${JSON_BODY_LIMIT} bytes.`,
   415: "Request body is not application/json.",
   500: "Internal error.",
-  503: "WARC files cannot be written right now; retry later.",
+  503: "WARC files cannot be written, or the shared store is unreachable, right now; retry later.",
 };
 
 function errorResponse(status: number): Json {

@@ -52,3 +52,42 @@ export interface DedupStore {
   count(): number;
   close(): void;
 }
+
+/**
+ * Cross-instance in-flight dedup: a capture about to be written as an original claims its digest,
+ * so an identical payload captured at the same moment by another instance waits for it.
+ */
+export type Claim =
+  /** This capture writes the original; call release() once its entry is added (or it failed). */
+  | { kind: "mine"; release(): void }
+  /** Another capture held the claim and let go (written or failed): look the digest up again. */
+  | { kind: "settled" }
+  /** Not decided in time (or the store is away): write a full response. */
+  | { kind: "undecided" };
+
+/**
+ * The dedup store as recording uses it, whichever engine holds the entries: the embedded SQLite
+ * store (synchronous underneath) or PostgreSQL shared by a fleet (a round trip, possibly away).
+ * Lookups that fail reject; the caller then writes a full response, never an unverified revisit.
+ */
+export interface DedupIndex {
+  /** "sqlite" or "postgresql", for /status. */
+  readonly engine: string;
+  byDigest(bucket: string, digest: DigestKey): Promise<DedupEntry | null>;
+  byUrlAndDigest(bucket: string, url: string, digest: DigestKey): Promise<DedupEntry | null>;
+  byUrl(bucket: string, url: string, limit: number): Promise<DedupEntry[]>;
+  /**
+   * Store entries whose records are on disk. Resolves once they are stored or, for a store that is
+   * away, safely queued; rejects only when they could be neither.
+   */
+  add(entries: DedupEntry[]): Promise<void>;
+  /** Claim `digest` for an original about to be written, waiting at most `waitMs` for another instance's claim. */
+  claim(digest: DigestKey, waitMs: number): Promise<Claim>;
+  /** Remove entries pointing into `filename` at offsets ≥ `fromOffset` (crash recovery); returns how many. */
+  removeFileTail(filename: string, fromOffset: number): Promise<number>;
+  /** Entries in the store (the last figure known; a shared store counts in the background). */
+  count(): number;
+  /** Figures for /status beyond the count (queued entries, the store being away…). */
+  report(): Record<string, unknown>;
+  close(): Promise<void>;
+}

@@ -26,7 +26,8 @@ export interface SharedDatabaseOptions extends PoolOptions {
 export class SharedDatabase {
   readonly pool: pg.Pool;
   readonly url: PostgresUrl;
-  readonly instanceId: string;
+  /** Set once the proxy port is known (main.ts), before any traffic. */
+  instanceId: string;
   readonly #log: Logger;
   readonly #probeMs: number;
   readonly #listeners: Array<() => Promise<void>> = [];

@@ -15,13 +15,18 @@
  *   captures that make limits exact across the fleet.
  * - `applied_batches`: ids of batches queued while the server was away and applied since, so a
  *   batch replayed after a crash is applied once.
- * - `instances`: the registry (heartbeats).
+ * - `instances`: the registry. `run` is random per start, so an instance that comes back after
+ *   its row was dropped recognises its own row and never overwrites another run's with its id;
+ *   `heartbeat_ms` is kept per row, so instances with different intervals agree on who is live.
  */
 import type pg from "pg";
 import { ProxyError } from "../core/errors.js";
 import { VERSION } from "../core/version.js";
 
 export const SCHEMA_VERSION = 1;
+
+/** The sequences behind the bigserial columns: inserting needs USAGE on them. */
+const SEQUENCES = ["dedup_entries_seq_seq", "stats_buckets_ord_seq"];
 
 /** pg_advisory_xact_lock key: "lathe" in ASCII. */
 const LOCK_KEY = 0x6c61746865;
@@ -85,12 +90,14 @@ CREATE TABLE applied_batches (
 );
 CREATE TABLE instances (
   id text PRIMARY KEY,
+  run text NOT NULL,
   hostname text NOT NULL,
   pid integer NOT NULL,
   proxy text NOT NULL,
   control text,
   version text NOT NULL,
   started_at timestamptz NOT NULL,
+  heartbeat_ms integer NOT NULL,
   heartbeat_at timestamptz NOT NULL,
   in_flight integer NOT NULL DEFAULT 0,
   captures_per_sec double precision NOT NULL DEFAULT 0
@@ -108,10 +115,16 @@ async function tablesPresent(c: pg.ClientBase): Promise<string[]> {
 /** The tables this role may not write, by name. */
 async function unwritable(c: pg.ClientBase): Promise<string[]> {
   const r = await c.query<{ name: string; ok: boolean }>(
-    `SELECT t AS name, has_table_privilege(current_user, quote_ident(current_schema()) || '.' || t, 'SELECT, INSERT, UPDATE, DELETE') AS ok FROM unnest($1::text[]) AS t`,
+    // has_table_privilege with a list is true when ANY of them is held: ask for each.
+    `SELECT t AS name, bool_and(has_table_privilege(current_user, quote_ident(current_schema()) || '.' || t, p)) AS ok
+     FROM unnest($1::text[]) AS t, unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p GROUP BY t`,
     [TABLES.filter((t) => t !== "lathe_schema")],
   );
-  return r.rows.filter((x) => !x.ok).map((x) => x.name);
+  const seqs = await c.query<{ name: string; ok: boolean }>(
+    `SELECT s AS name, has_sequence_privilege(current_user, quote_ident(current_schema()) || '.' || s, 'USAGE') AS ok FROM unnest($1::text[]) AS s`,
+    [SEQUENCES],
+  );
+  return [...r.rows, ...seqs.rows].filter((x) => !x.ok).map((x) => x.name);
 }
 
 /**
@@ -143,7 +156,7 @@ export async function ensureSchema(pool: pg.Pool, where: string): Promise<boolea
     }
     const denied = await unwritable(c);
     if (denied.length) {
-      throw new ProxyError("ERR_CONFIG", `${where}: the role lathe connects as may not write ${denied.join(", ")} (a read-only role?): GRANT SELECT, INSERT, UPDATE, DELETE ON ${denied.join(", ")} TO it, and USAGE on their sequences`);
+      throw new ProxyError("ERR_CONFIG", `${where}: the role lathe connects as may not write ${denied.join(", ")} (a read-only role?): GRANT SELECT, INSERT, UPDATE, DELETE on the tables and USAGE on the sequences to it`);
     }
     await c.query("COMMIT");
     return created;

@@ -14,7 +14,7 @@ import { resolveConfig } from "../../src/config/validate.js";
 import { ProxyError } from "../../src/core/errors.js";
 import { silentLogger, type Logger } from "../../src/core/log.js";
 import { createControlServer, type ControlServer, type ExtraRoute } from "../../src/control/api.js";
-import type { ControlFacade, ResourceInput, SessionInfo, WrittenResource } from "../../src/control/facade.js";
+import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WrittenResource } from "../../src/control/facade.js";
 import { renderMetrics } from "../../src/control/metrics.js";
 import { ROUTES } from "../../src/control/openapi.js";
 
@@ -37,6 +37,7 @@ class FakeFacade implements ControlFacade {
   /** Called on every body chunk writeResource receives. */
   onChunk: ((n: number) => void) | null = null;
   statusError: unknown = null;
+  fleetError: unknown = null;
   #serial = 0;
 
   constructor(dbPath: string) {
@@ -113,6 +114,12 @@ class FakeFacade implements ControlFacade {
   status(): Record<string, unknown> {
     if (this.statusError) throw this.statusError;
     return { collections: this.collections.list().map((c) => c.name), sessions: this.listSessions().length };
+  }
+  async fleet(): Promise<FleetAnswer> {
+    if (this.fleetError) throw this.fleetError;
+    const at = new Date(0).toISOString();
+    const one = { id: "h:8000", hostname: "h", pid: 42, proxy: "127.0.0.1:8000", control: null, version: this.version, startedAt: at, heartbeatAt: at, load: { inFlight: 0, capturesPerSec: 0 } };
+    return { shared: false, instances: [one] };
   }
   metrics(): string {
     return renderMetrics([{ name: "lathe_captures_total", help: "Captures written.", type: "counter", labels: { collection: "default" }, value: 7 }]);
@@ -696,6 +703,7 @@ describe("the OpenAPI document matches the server", () => {
       { path: "/api/v1/collections/default", expect: 400 },
     ],
     "get /api/v1/status": [{ path: "/api/v1/status", expect: 200 }],
+    "get /api/v1/fleet": [{ path: "/api/v1/fleet", expect: 200 }],
     "get /metrics": [{ path: "/metrics", expect: 200 }],
     "get /ca.pem": [{ path: "/ca.pem", expect: 200 }],
     "get /openapi.json": [{ path: "/openapi.json", expect: 200 }],
@@ -765,6 +773,19 @@ describe("the OpenAPI document matches the server", () => {
       const [method, tpl] = op.split(" ") as [string, string];
       const successes = Object.keys(doc.paths[tpl][method].responses).filter((s) => Number(s) < 400).map(Number);
       for (const s of successes) expect(statusesSeen.get(op)!.has(s), `${op} ${s}`).toBe(true);
+    }
+  });
+
+  it("GET /api/v1/fleet while the shared store is unreachable: 503 ERR_SHARED_UNAVAILABLE with Retry-After, as documented", async () => {
+    facade.fleetError = new ProxyError("ERR_SHARED_UNAVAILABLE", "the shared store (PostgreSQL db.example:5432/lathe) is unreachable: connect ECONNREFUSED");
+    try {
+      const r = await call(port, "GET", "/api/v1/fleet", { headers: auth });
+      expectError(r, 503, "ERR_SHARED_UNAVAILABLE");
+      expect(r.headers["retry-after"]).toBe("5");
+      expect(r.json.error.message).toMatch(/PostgreSQL db\.example:5432\/lathe is unreachable|shared store .* is unreachable/);
+      checkAgainstDoc(doc, "GET", "/api/v1/fleet", r);
+    } finally {
+      facade.fleetError = null;
     }
   });
 
