@@ -6,8 +6,8 @@
 //       reading and choosing the entries alone (no store); the COPY load path alone (entries
 //       already made). Bar: ≥ 50,000 entries/s.
 //   (b) dedup lookups with 10 million entries (loaded with COPY FREEZE, indexes built after):
-//       random by-digest lookups, hits and misses, at concurrency 1 and 8, p50/p99 µs; the query
-//       the PostgreSQL dedup store runs (src/postgres/dedupIndex.ts).
+//       random by-digest lookups, hits and misses, at concurrency 1 and 8, p50/p99 µs, through
+//       the PostgreSQL dedup store itself (src/postgres/dedupIndex.ts, byDigest).
 //   (c) http-small c32 through lathe with the SQLite store and with `--postgresql URL`, alternating
 //       rounds, medians, the req/s ratio. Bar: PostgreSQL ≥ 0.8× SQLite.
 // Needs the build (npm run build) and ../shared/bench/proxybench.mjs (LATHE_BENCH_DIR). Every step
@@ -201,12 +201,6 @@ async function importBench(server, work) {
 
 // --- (b) lookups with 10M entries --------------------------------------------------------------
 
-/** The by-digest lookup of the PostgreSQL dedup store (src/postgres/dedupIndex.ts). */
-const BY_DIGEST = {
-  name: "bench-dedup-by-digest",
-  text: "SELECT seq, bucket, alg, digest, url, warc_date, record_id, filename, file_offset, record_length, status, etag, last_modified FROM dedup_entries WHERE bucket = $1 AND alg = $2 AND digest = $3 ORDER BY seq DESC LIMIT 1",
-};
-
 /** Rows of synthetic entries in COPY text, `chunk` at a time; keeps `sample` digests to look up later. */
 function syntheticRows(total, chunk, sample) {
   let done = 0;
@@ -252,56 +246,58 @@ async function loadEntries(url, total, sample) {
   }
 }
 
-/** `count` lookups of `keys` (cycled) by `conc` connections; latencies in µs, sorted, and queries/s. */
-async function timeLookups(clients, conc, keys, count) {
+/** `count` lookups of `keys` (cycled), `conc` at a time, through the store's byDigest; latencies in µs, sorted, and lookups/s. */
+async function timeLookups(index, conc, keys, count) {
   const lat = new Float64Array(count);
   let next = 0;
   let found = 0;
   const t0 = performance.now();
-  await Promise.all(
-    clients.slice(0, conc).map(async (c) => {
-      for (let i = next++; i < count; i = next++) {
-        const s = process.hrtime.bigint();
-        const r = await c.query({ ...BY_DIGEST, values: ["default", 1, keys[i % keys.length]] });
-        lat[i] = Number(process.hrtime.bigint() - s) / 1000;
-        found += r.rowCount;
-      }
-    }),
-  );
+  const worker = async () => {
+    for (let i = next++; i < count; i = next++) {
+      const s = process.hrtime.bigint();
+      const e = await index.byDigest("default", { alg: "sha1", bytes: keys[i % keys.length] });
+      lat[i] = Number(process.hrtime.bigint() - s) / 1000;
+      if (e) found++;
+    }
+  };
+  await Promise.all(Array.from({ length: conc }, worker));
   const qps = count / ((performance.now() - t0) / 1000);
   return { sorted: lat.sort(), qps, found };
 }
 
-async function lookupBench(server) {
-  say(`\n=== (b) dedup lookups by digest with ${fmt(ENTRIES)} entries`);
-  const url = await server.createDatabase("bench_lookup");
+/** lathe's PostgreSQL dedup store (src/postgres/dedupIndex.ts) on `url`, as `lathe serve --postgresql` opens it. */
+async function openDedupIndex(url, dir) {
   const { openSharedDatabase } = await import(dist("postgres/database.js"));
+  const { PostgresDedupIndex } = await import(dist("postgres/dedupIndex.js"));
+  const { Outbox } = await import(dist("postgres/outbox.js"));
   const { silentLogger } = await import(dist("core/log.js"));
-  await (await openSharedDatabase(url, "bench", { instanceId: "bench", log: silentLogger })).close(); // lathe's schema
-  const sample = { size: 100_000, list: [] };
-  await loadEntries(url, ENTRIES, sample);
-  const hits = sample.list.sort(() => Math.random() - 0.5);
-  const misses = Array.from({ length: 100_000 }, () => randomBytes(20));
-  const clients = await Promise.all(Array.from({ length: 8 }, async () => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    return c;
-  }));
+  const db = await openSharedDatabase(url, "bench", { instanceId: "bench", log: silentLogger });
+  return { db, index: new PostgresDedupIndex(db, new Outbox(path.join(dir, "outbox"), 1 << 20, silentLogger), silentLogger) };
+}
+
+async function lookupBench(server, work) {
+  say(`\n=== (b) dedup lookups by digest with ${fmt(ENTRIES)} entries (PostgresDedupIndex.byDigest, one pool as lathe serve has)`);
+  const url = await server.createDatabase("bench_lookup");
+  const { db, index } = await openDedupIndex(url, work); // creates lathe's schema
   const rows = [];
   try {
-    await step("warm-up: 10,000 lookups at concurrency 8", () => timeLookups(clients, 8, hits.slice(50_000), 10_000));
+    const sample = { size: 100_000, list: [] };
+    await loadEntries(url, ENTRIES, sample);
+    const hits = sample.list.sort(() => Math.random() - 0.5);
+    const misses = Array.from({ length: 100_000 }, () => randomBytes(20));
+    await step("warm-up: 10,000 lookups at concurrency 8", () => timeLookups(index, 8, hits.slice(50_000), 10_000));
     for (const conc of [1, 8]) {
       for (const [kind, keys] of [["hit", hits], ["miss", misses]]) {
-        const r = await step(`${fmt(LOOKUPS)} lookups (${kind}) at concurrency ${conc}`, () => timeLookups(clients, conc, keys, LOOKUPS));
+        const r = await step(`${fmt(LOOKUPS)} lookups (${kind}) at concurrency ${conc}`, () => timeLookups(index, conc, keys, LOOKUPS));
         const expected = kind === "hit" ? LOOKUPS : 0;
         if (r.found !== expected) throw new Error(`${kind} lookups found ${r.found} entries, expected ${expected}`);
         rows.push({ kind, conc, p50: quantile(r.sorted, 0.5), p99: quantile(r.sorted, 0.99), qps: r.qps });
       }
     }
   } finally {
-    await Promise.all(clients.map((c) => c.end()));
+    await db.close();
   }
-  say(`  ${"lookup".padEnd(12)} ${"p50 µs".padStart(8)} ${"p99 µs".padStart(8)} ${"queries/s".padStart(10)}`);
+  say(`  ${"lookup".padEnd(12)} ${"p50 µs".padStart(8)} ${"p99 µs".padStart(8)} ${"lookups/s".padStart(10)}`);
   for (const r of rows) say(`  ${`${r.kind} c${r.conc}`.padEnd(12)} ${r.p50.toFixed(0).padStart(8)} ${r.p99.toFixed(0).padStart(8)} ${fmt(r.qps).padStart(10)}`);
   return rows;
 }
@@ -378,7 +374,7 @@ async function main() {
       put(a.pgRate >= BARS.importPerSec, `bulk import lathe index --dedup-db URL: ${fmt(a.pgRate)} entries/s (bar ≥ ${fmt(BARS.importPerSec)}; SQLite ${fmt(a.sqliteRate)}, reading alone ${fmt(a.reading)}, COPY path alone ${fmt(a.copyOnly)})`);
     }
     if (ONLY.has("lookup")) {
-      const rows = await lookupBench(server);
+      const rows = await lookupBench(server, work);
       const worst = Math.max(...rows.map((r) => r.p99));
       put(null, `dedup lookup with ${fmt(ENTRIES)} entries: p99 ${rows.map((r) => `${r.kind} c${r.conc} ${r.p99.toFixed(0)} µs`).join(", ")} (worst ${worst.toFixed(0)} µs; no bar set)`);
     }
