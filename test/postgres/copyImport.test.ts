@@ -62,37 +62,16 @@ async function sqliteImport(files: string[], bucket: string, times = 1): Promise
   return { summaries, entries };
 }
 
-interface Row {
-  bucket: string;
-  alg: number;
-  digest: Buffer;
-  url: string;
-  warc_date: string;
-  record_id: string | null;
-  filename: string | null;
-  file_offset: string | null;
-  record_length: string | null;
-  status: number | null;
-  etag: string | null;
-  last_modified: string | null;
-}
-
-/** dedup_entries in `seq` order, as DedupEntry. */
+/** dedup_entries in `seq` order, as DedupEntry (the columns renamed by the query). */
 async function pgEntries(db: string): Promise<DedupEntry[]> {
-  const rows = await pg.query<Row>("SELECT * FROM dedup_entries ORDER BY seq", [], db);
-  return rows.map((r) => ({
-    bucket: r.bucket,
-    digest: { alg: ALG_NAME[r.alg]!, bytes: r.digest },
-    url: r.url,
-    date: r.warc_date,
-    recordId: r.record_id,
-    filename: r.filename,
-    offset: r.file_offset === null ? null : Number(r.file_offset),
-    length: r.record_length === null ? null : Number(r.record_length),
-    status: r.status,
-    etag: r.etag,
-    lastModified: r.last_modified,
-  }));
+  const rows = await pg.query<Omit<DedupEntry, "digest"> & { alg: number; bytes: Buffer }>(
+    `SELECT bucket, alg, digest AS bytes, url, warc_date AS date, record_id AS "recordId", filename, file_offset::float8 AS "offset",
+            record_length::float8 AS length, status, etag, last_modified AS "lastModified"
+     FROM dedup_entries ORDER BY seq`,
+    [],
+    db,
+  );
+  return rows.map(({ alg, bytes, ...e }) => ({ ...e, digest: { alg: ALG_NAME[alg]!, bytes } }));
 }
 
 /** Field by field, in order; a mismatch names the entry. */
