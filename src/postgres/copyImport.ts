@@ -232,7 +232,7 @@ export async function openCopyImport(rawUrl: string, from: string, log: Logger):
     sink = await CopyImportSink.open(db.pool, `PostgreSQL at ${db.url.redacted}`);
   } catch (e) {
     await db.close();
-    throw describeStartupError(db.url, e);
+    throw describeStartupError(db.url, e, from);
   }
   return {
     sink,

@@ -173,7 +173,7 @@ export async function openSharedDatabase(rawUrl: string, from: string, o: Shared
     o.log.info("shared-store-open", { store: url.redacted, created, instance: o.instanceId });
   } catch (e) {
     await pool.end().catch(() => undefined);
-    throw describeStartupError(url, e);
+    throw describeStartupError(url, e, from);
   }
   return new SharedDatabase(url, pool, o);
 }
