@@ -92,12 +92,17 @@ export class Spool implements StreamSource {
   finish(): Promise<void> {
     if (this.#finished) return this.#finished;
     this.#finished = new Promise<void>((resolve, reject) => {
-      if (!this.#file || this.#cut) return resolve();
+      const file = this.#file;
+      if (!file || this.#cut) return resolve();
+      if (this.#opts.keepOnFailure) {
+        // 'close' comes after 'error' (handled above: what was kept is kept) or after every byte is in the file.
+        if (file.closed) return resolve();
+        file.once("close", () => resolve());
+        if (!file.destroyed) file.end();
+        return;
+      }
       if (this.#error) return reject(this.#error);
-      this.#file.end((err?: Error | null) => {
-        if (err && this.#cut) return resolve();
-        return err ? reject(wrap(err, this.#path!)) : resolve();
-      });
+      file.end((err?: Error | null) => (err ? reject(wrap(err, this.#path!)) : resolve()));
     });
     return this.#finished;
   }
