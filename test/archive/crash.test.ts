@@ -63,11 +63,16 @@ function serve(dir: string, certs: string, configFile: string): Promise<Served> 
   });
 }
 
-/** Load with 4 workers of unique and duplicate payloads until `stop()`; records complete answers. */
+/**
+ * Load with 4 workers (LATHE_CRASH_WORKERS: more, to measure what a kill loses under heavier
+ * load) of unique and duplicate payloads until `stop()`; records complete answers.
+ */
+const WORKERS = Number(process.env.LATHE_CRASH_WORKERS ?? 4);
+
 function load(port: number, originUrl: string, round: number, received: Received[]) {
   let stopped = false;
   let n = 0;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: WORKERS });
   const one = (url: string) =>
     new Promise<void>((resolve) => {
       const req = http.get({ host: "127.0.0.1", port, path: url, agent }, (res) => {
@@ -89,7 +94,7 @@ function load(port: number, originUrl: string, round: number, received: Received
       await one(`${originUrl}${path}${path.includes("?") ? "&" : "?"}r=${round}-${w}-${i}`);
     }
   };
-  const done = Promise.all([0, 1, 2, 3].map(worker));
+  const done = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
   return {
     count: () => n,
     stop: async () => {
@@ -117,6 +122,7 @@ describe.each(["strict", "rollover"] as const)("kill -9 under load, then restart
     let recovered = 0;
     let torn = 0;
     const lostPerKill: number[] = [];
+    let oldestLostMs = 0;
     let lathe: Served | null = null;
     try {
       lathe = await serve(dir, certs, configFile);
@@ -158,6 +164,7 @@ describe.each(["strict", "rollover"] as const)("kill -9 under load, then restart
         // Lost to the kill: only captures not yet written at that instant, received just before it.
         for (const g of c.missing) expect(killedAt - g.at!, `${g.url} lost by the kill of round ${round} (seed ${seed})`).toBeLessThanOrEqual(RECENT_MS);
         lostPerKill.push(c.missing.length);
+        for (const g of c.missing) oldestLostMs = Math.max(oldestLostMs, killedAt - g.at!);
         received.splice(0, received.length, ...received.filter((g) => !c.missing.includes(g)));
       }
       // Last run: stop gracefully and check once more.
@@ -166,12 +173,13 @@ describe.each(["strict", "rollover"] as const)("kill -9 under load, then restart
       await exited;
       lathe = null;
       const c = await checkArchive(dir, received);
+      const summary = `crash test (${durability}, ${WORKERS} clients): seed ${seed}, ${received.length} complete answers archived, lost per kill ${JSON.stringify(lostPerKill)} (received at most ${oldestLostMs} ms before the kill), ${recovered} .open files recovered, ${c.records} records, ${c.dedupRows} dedup rows, ${c.cdxLines} index lines`;
+      console.log(summary);
       expect(received.length).toBeGreaterThan(40);
       expect(recovered, "kills under load left .open files to recover").toBeGreaterThan(0);
       expect(torn).toBeGreaterThan(0);
       expect(c.dedupRows).toBeGreaterThan(0);
       expect(c.cdxLines).toBeGreaterThan(0);
-      console.log(`crash test (${durability}): seed ${seed}, ${received.length} complete answers archived, lost per kill ${JSON.stringify(lostPerKill)}, ${recovered} .open files recovered, ${c.records} records, ${c.dedupRows} dedup rows, ${c.cdxLines} index lines`);
     } finally {
       lathe?.proc.kill("SIGKILL");
       await origin.close();
