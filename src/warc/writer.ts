@@ -2,13 +2,16 @@
  * The one writer of an output series (warc-files.md §2, §6): a serial queue of groups, each
  * appended contiguously to a `NAME.open` file that starts with its warcinfo, rolled over by
  * size and idleness, renamed to `NAME` on close. `write()` resolves only once the bytes are in
- * the file; a failure rejects with ERR_WARC_WRITE, leaves no partial group behind, and the
- * writer heals itself when a later write succeeds.
+ * the file; a failure leaves no partial group behind and the writer heals itself when a later
+ * write succeeds. The failed write rejects with ERR_WARC_WRITE, or, with `holdFailedWrites`
+ * (rollover durability, issue #26), waits and is tried again, every later write behind it.
  *
- * This file assembles the parts: appendQueue.ts (call order, batching), groupEncoder.ts
- * (compression ahead of the queue), appendBatch.ts (which groups share an append),
- * fileSeries.ts and warcFile.ts (the files: naming, `.open`, rollover, close and rename),
- * durability.ts (when fsync happens), writerFailure.ts (the failure state and its probe).
+ * This file assembles the parts: appendQueue.ts (call order, batching), appender.ts (how the
+ * group whose turn it is lands, tried again while held), groupEncoder.ts (compression ahead of
+ * the queue), appendBatch.ts (which groups share an append), fileSeries.ts and warcFile.ts (the
+ * files: naming, `.open`, rollover, close and rename), durability.ts (when fsync happens),
+ * writerFailure.ts (the failure state and its probe), writeHold.ts (held writes and their
+ * ledger), lostFile.ts (where a closing writer puts what it gives up).
  */
 import { randomBytes } from "node:crypto";
 import { hostname as osHostname } from "node:os";
