@@ -167,7 +167,7 @@ export const DEFAULTS: Config = {
     spoolDir: null,
     maxBodyBytes: 0,
     maxDurationMs: 1_200_000,
-    retryMaxBytes: 128 * 1024 * 1024,
+    retryMaxBytes: 64 * 1024 * 1024,
     retryMaxMs: 60_000,
   },
   warc: {
