@@ -150,6 +150,8 @@ describe.skipIf(!canMount)("disk full in rollover durability (a small tmpfs; ski
       expect(st.waiting.captures).toBeGreaterThan(0);
       expect(st.waiting.failure).toMatch(/disk full/);
       expect(await (await fetch(`${lathe.controlUrl}/metrics`)).text()).toMatch(/^lathe_captures_waiting [1-9]/m);
+      const live = (await (await fetch(`${lathe.controlUrl}/api/v1/live`)).json()) as { writers: Array<{ series: string; waiting: number; waitingBytes: number; failed: string | null }> };
+      expect(live.writers.find((w) => w.series === "lathe")).toMatchObject({ waiting: st.waiting.captures, failed: expect.stringMatching(/disk full/) });
       // Past capture.retryMaxMs new exchanges are refused, saying why; nothing waiting is dropped.
       let refusal = "";
       for (let i = 0; i < 60 && !refusal; i++) {
