@@ -39,7 +39,7 @@ export function buildProxyContext(d: ProxyContextDeps): ProxyContext {
     clock: d.clock,
     ids: d.ids,
     log: d.log,
-    writerFailure: writerFailureProbe(d.pipeline.writerRegistry),
+    writerFailure: writerFailureProbe(d.pipeline.writerRegistry, d.config.capture),
     collections: d.collections,
     sessions: d.sessions,
     stats: d.stats,

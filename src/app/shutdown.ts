@@ -13,6 +13,7 @@ import type { RunningControl } from "./controlServer.js";
 import type { FleetMembership } from "./fleetRegistry.js";
 import type { SessionServers } from "./sessionServers.js";
 import type { StatusReports } from "./statusReports.js";
+import { waitingTotals } from "./writerHealth.js";
 
 export interface RunningParts {
   log: Logger;
@@ -50,6 +51,10 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       p.connector.destroy();
       await p.sessionServers.closeAll(graceMs);
       await p.stats.close();
+      // Captures still waiting for a writer that cannot write: each writer tries once more as it
+      // closes, then puts them in lost/ (issue #26).
+      const waiting = waitingTotals(p.pipeline.writerRegistry.all().map((w) => w.state()));
+      if (waiting.captures > 0) p.log.warn("stopping-with-captures-waiting", { captures: waiting.captures, bytes: waiting.bytes, failure: waiting.failure?.message ?? null });
       await p.pipeline.writerRegistry.closeAll();
       await p.cdx.close();
       p.collections.close();
@@ -58,7 +63,7 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       await p.dedupIndex.close();
       await p.shared?.close();
       const { archiver } = p.pipeline;
-      p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
+      p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed, lost: archiver.troubles.lostCount });
     })();
     return stopped;
   };

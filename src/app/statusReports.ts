@@ -16,6 +16,7 @@ import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
 import type { InFlightExchanges } from "./inFlight.js";
 import { prometheusText } from "./prometheus.js";
+import { refusalFor, waitingTotals } from "./writerHealth.js";
 
 export interface StatusSources {
   config: Config;
@@ -55,9 +56,23 @@ export class StatusReports {
       dedup: { policy: config.dedup.policy, engine: dedupIndex.engine, entries: dedupIndex.count(), ...dedupIndex.report(), buckets: Object.fromEntries(dedup.counters) },
       writers: [...writerRegistry.map.entries()].map(([prefix, w]) => {
         const st = w.state();
-        return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null };
+        return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null, waiting: st.waiting };
       }),
+      ...this.waiting(),
+      ...archiver.troubles.report(),
     };
+  };
+
+  /**
+   * Captures waiting for writers that cannot write (issue #26): how many, their bytes, how long
+   * the oldest has waited, the writers' failure, and why new exchanges are refused (or null).
+   */
+  waiting = (): { waiting: { captures: number; bytes: number; oldestMs: number | null; failure: string | null; refusing: string | null } } => {
+    const states = this.#s.pipeline.writerRegistry.all().map((w) => w.state());
+    const t = waitingTotals(states);
+    const now = Date.now();
+    const refusing = refusalFor(states, this.#s.config.capture, now)?.message ?? null;
+    return { waiting: { captures: t.captures, bytes: t.bytes, oldestMs: t.since === null ? null : now - t.since, failure: t.failure?.message ?? null, refusing } };
   };
 
   /** `GET /status` on the proxy port, for a request that arrived on `socket`. */

@@ -13,7 +13,10 @@ export interface ProxyContext {
   clock: Clock;
   ids: import("../core/ids.js").IdSource;
   log: Logger;
-  /** Why captures cannot be written right now, or null when the writer is healthy. */
+  /**
+   * Why new exchanges are refused (503) right now, or null: a failed writer in strict durability;
+   * in rollover, captures waiting for a writer past capture.retryMaxBytes / retryMaxMs.
+   */
   writerFailure(): ProxyError | null;
   collections: import("../archive/collections.js").CollectionRegistry;
   stats: import("../warcprox/statsStore.js").StatsStore;
