@@ -17,10 +17,10 @@
 //                          "node ../shared/bench/tinyproxy.mjs --port {port}"
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, sleep, startServer } from "./lib/servers.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = path.resolve(process.env.LATHE_BENCH_DIR ?? path.resolve(repoRoot, "..", "shared", "bench"));
@@ -54,25 +54,6 @@ function which(cmd) {
 }
 
 const say = (s) => process.stdout.write(`${s}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const canConnect = (port) =>
-  new Promise((resolve) => {
-    const c = net.connect({ host: "127.0.0.1", port });
-    c.once("connect", () => (c.destroy(), resolve(true)));
-    c.once("error", () => resolve(false));
-  });
 
 /** Runs proxybench with the given args plus the pass-through ones; resolves with its exit code. */
 function runBench(args) {
@@ -95,64 +76,6 @@ function rssSampler(pid) {
   read();
   const t = setInterval(read, 100);
   return { stop: () => (clearInterval(t), read(), peakKB) };
-}
-
-/**
- * Starts a server process and waits until it is ready: it printed "listening" (lathe) or its port
- * accepts connections. Its output goes to logFile. Rejects if it exits first or after 30 s.
- */
-async function startServer(name, cmd, args, port, logFile, env = process.env) {
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env });
-  const log = [];
-  let said = false;
-  let exited = null;
-  const onData = (chunk) => {
-    log.push(chunk);
-    if (/listening/i.test(chunk.toString("latin1"))) said = true;
-  };
-  child.stdout.on("data", onData);
-  child.stderr.on("data", onData);
-  const exitedP = new Promise((resolve) =>
-    child.once("exit", (code, sig) => {
-      exited = { code, sig };
-      resolve(exited);
-    }),
-  );
-  child.once("error", (e) => {
-    exited = { code: null, sig: null, error: e };
-  });
-  const flush = () => writeFileSync(logFile, Buffer.concat(log));
-  const t0 = Date.now();
-  for (;;) {
-    if (exited) {
-      flush();
-      throw new Error(`${name} exited before it was ready (${exited.error?.message ?? exited.code ?? exited.sig}); its output: ${logFile}\n${Buffer.concat(log).toString().slice(-2000)}`);
-    }
-    if (said || (await canConnect(port))) break;
-    if (Date.now() - t0 > 30_000) {
-      child.kill("SIGKILL");
-      flush();
-      throw new Error(`${name} was not ready after 30 s; its output: ${logFile}`);
-    }
-    await sleep(100);
-  }
-  // "listening" is printed right after listen(); make sure the port really accepts before measuring.
-  for (let i = 0; i < 50 && !(await canConnect(port)); i++) await sleep(100);
-  return {
-    child,
-    pid: child.pid,
-    /** SIGTERM, wait for the exit (SIGKILL after graceMs); returns the exit status. */
-    async stop(graceMs = 60_000) {
-      if (!exited) {
-        child.kill("SIGTERM");
-        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-        await exitedP;
-        clearTimeout(timer);
-      }
-      flush();
-      return exited;
-    },
-  };
 }
 
 function warcTotals(dir) {

@@ -14,7 +14,6 @@ import type { CdxService } from "./index/service.js";
 import { createProxyServer } from "./proxy/server.js";
 import type { LeafCache } from "./tls/leafCache.js";
 import type { CaStore } from "./tls/store.js";
-import { StatsRegistry } from "./warcprox/stats.js";
 import type { WarcWriter } from "./warc/types.js";
 import { buildArchivePipeline } from "./app/archivePipeline.js";
 import { loadCertificates } from "./app/certificates.js";
@@ -28,6 +27,7 @@ import { hostPortOf } from "./app/listenAddress.js";
 import { buildProxyContext, openCrawlLog } from "./app/proxyContext.js";
 import { SessionServers } from "./app/sessionServers.js";
 import { gracefulStop } from "./app/shutdown.js";
+import { openStatsStore } from "./app/statsStore.js";
 import { StatusReports } from "./app/statusReports.js";
 import { OwnEndpoints, buildConnector } from "./app/upstream.js";
 import { openWarcDirectory } from "./app/warcDirectory.js";
@@ -80,7 +80,7 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
 
   const inFlight = new InFlightExchanges();
   const counters = new CollectionCounters();
-  const stats = new StatsRegistry();
+  const stats = await openStatsStore(config, shared, log);
   const reports = new StatusReports({ config, dedupIndex, pipeline, inFlight, sessions, collections, counters, stats });
   const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
   const proxy = createProxyServer(ctx, leafSource);
@@ -96,7 +96,7 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
   const proxyHostPort = hostPortOf(address);
   log.info("proxy-listening", { address: proxyHostPort, ca: ca.certPath, warcDir, hostname: hostname() });
-  const stop = gracefulStop({ log, fleet, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, shared });
+  const stop = gracefulStop({ log, fleet, proxy, control, connector, sessionServers, pipeline, cdx, collections, reports, crawlLog: ctx.crawlLog, dedupIndex, stats, shared });
   try {
     await fleet.start(shared, { proxy: address, control: control?.url ?? null });
   } catch (e) {

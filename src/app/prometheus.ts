@@ -1,6 +1,7 @@
 /** The `/metrics` text of a running lathe (Prometheus exposition format 0.0.4). */
 import type { Archiver } from "../archive/pipeline.js";
 import type { WriterRegistry } from "../archive/writers.js";
+import { waitingTotals } from "./writerHealth.js";
 
 export interface MetricSources {
   archiver: Archiver;
@@ -27,6 +28,14 @@ export function prometheusText(s: MetricSources): string {
   metric("lathe_warc_bytes_written_total", "Bytes written to WARC files.", "counter", [[{}, s.warcBytes]]);
   metric("lathe_exchanges_in_flight", "Exchanges in progress.", "gauge", [[{}, s.inFlight]]);
   metric("lathe_sessions_open", "Recording sessions open.", "gauge", [[{}, s.sessionsOpen]]);
-  metric("lathe_writer_failed", "1 while the writer of a series cannot write.", "gauge", writerRegistry.all().length ? [...writerRegistry.map.entries()].map(([series, w]) => [{ series }, w.state().failed ? 1 : 0]) : [[{}, 0]]);
+  const writers = [...writerRegistry.map.entries()].map(([series, w]) => ({ series, st: w.state() }));
+  metric("lathe_writer_failed", "1 while the writer of a series cannot write.", "gauge", writers.length ? writers.map(({ series, st }) => [{ series }, st.failed ? 1 : 0]) : [[{}, 0]]);
+  metric("lathe_writer_failure_info", "1 per writer that cannot write, with the reason.", "gauge", writers.filter(({ st }) => st.failed).map(({ series, st }) => [{ series, reason: st.failed!.message }, 1]));
+  const waiting = waitingTotals(writerRegistry.all().map((w) => w.state()));
+  metric("lathe_captures_waiting", "Captures waiting for a writer that cannot write (rollover durability keeps them and writes them later).", "gauge", [[{}, waiting.captures]]);
+  metric("lathe_capture_bytes_waiting", "Bytes (memory + spool) of the captures waiting for a writer.", "gauge", [[{}, waiting.bytes]]);
+  metric("lathe_capture_wait_seconds", "How long the oldest capture waiting for a writer has waited.", "gauge", [[{}, waiting.since === null ? 0 : (Date.now() - waiting.since) / 1000]]);
+  metric("lathe_captures_lost_total", "Captures a closing writer gave up (written to lost/ if possible).", "counter", [[{}, archiver.troubles.lostCount]]);
+  metric("lathe_captures_spool_truncated_total", "Captures recorded truncated because their spool could not be written.", "counter", [[{}, archiver.troubles.truncatedCount]]);
   return lines.join("\n") + "\n";
 }

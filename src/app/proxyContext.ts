@@ -9,7 +9,7 @@ import type { SessionRegistry } from "../archive/sessions.js";
 import type { ProxyContext } from "../proxy/context.js";
 import type { Connector } from "../upstream/connector.js";
 import { CrawlLog } from "../warcprox/crawlLog.js";
-import type { StatsRegistry } from "../warcprox/stats.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
 import type { InFlightExchanges } from "./inFlight.js";
@@ -25,7 +25,7 @@ export interface ProxyContextDeps {
   pipeline: ArchivePipeline;
   collections: CollectionRegistry;
   sessions: SessionRegistry;
-  stats: StatsRegistry;
+  stats: StatsStore;
   counters: CollectionCounters;
   inFlight: InFlightExchanges;
   reports: StatusReports;
@@ -39,7 +39,7 @@ export function buildProxyContext(d: ProxyContextDeps): ProxyContext {
     clock: d.clock,
     ids: d.ids,
     log: d.log,
-    writerFailure: writerFailureProbe(d.pipeline.writerRegistry),
+    writerFailure: writerFailureProbe(d.pipeline.writerRegistry, d.config.capture),
     collections: d.collections,
     sessions: d.sessions,
     stats: d.stats,

@@ -7,11 +7,13 @@ import type { CdxService } from "../index/service.js";
 import type { ProxyServer } from "../proxy/server.js";
 import type { Connector } from "../upstream/connector.js";
 import type { CrawlLog } from "../warcprox/crawlLog.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { RunningControl } from "./controlServer.js";
 import type { FleetMembership } from "./fleetRegistry.js";
 import type { SessionServers } from "./sessionServers.js";
 import type { StatusReports } from "./statusReports.js";
+import { waitingTotals } from "./writerHealth.js";
 
 export interface RunningParts {
   log: Logger;
@@ -26,6 +28,9 @@ export interface RunningParts {
   reports: StatusReports;
   crawlLog: CrawlLog | null;
   dedupIndex: DedupIndex;
+  /** Warcprox-Meta stats: what it still holds is counted once no capture can end any more. */
+  stats: StatsStore;
+  /** The fleet's PostgreSQL, closed last. */
   shared: SharedDatabase | null;
 }
 
@@ -45,6 +50,11 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       await p.control?.server.close();
       p.connector.destroy();
       await p.sessionServers.closeAll(graceMs);
+      await p.stats.close();
+      // Captures still waiting for a writer that cannot write: each writer tries once more as it
+      // closes, then puts them in lost/ (issue #26).
+      const waiting = waitingTotals(p.pipeline.writerRegistry.all().map((w) => w.state()));
+      if (waiting.captures > 0) p.log.warn("stopping-with-captures-waiting", { captures: waiting.captures, bytes: waiting.bytes, failure: waiting.failure?.message ?? null });
       await p.pipeline.writerRegistry.closeAll();
       await p.cdx.close();
       p.collections.close();
@@ -53,7 +63,7 @@ export function gracefulStop(p: RunningParts): (graceMs?: number) => Promise<voi
       await p.dedupIndex.close();
       await p.shared?.close();
       const { archiver } = p.pipeline;
-      p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed });
+      p.log.info("proxy-stopped", { captures: archiver.stats.captures, failed: archiver.stats.failed, lost: archiver.troubles.lostCount });
     })();
     return stopped;
   };

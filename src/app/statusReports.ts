@@ -9,12 +9,14 @@ import type { CollectionRegistry } from "../archive/collections.js";
 import { type SessionRegistry, summaryOf } from "../archive/sessions.js";
 import type { DedupIndex } from "../dedup/types.js";
 import { RunningStats } from "../warcprox/runningStats.js";
-import type { StatsRegistry } from "../warcprox/stats.js";
+import { errorMessage } from "../core/errors.js";
+import type { StatsStore } from "../warcprox/statsStore.js";
 import { warcproxStatus } from "../warcprox/status.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
 import type { InFlightExchanges } from "./inFlight.js";
 import { prometheusText } from "./prometheus.js";
+import { refusalFor, waitingTotals } from "./writerHealth.js";
 
 export interface StatusSources {
   config: Config;
@@ -24,7 +26,7 @@ export interface StatusSources {
   sessions: SessionRegistry;
   collections: CollectionRegistry;
   counters: CollectionCounters;
-  stats: StatsRegistry;
+  stats: StatsStore;
 }
 
 export class StatusReports {
@@ -54,27 +56,55 @@ export class StatusReports {
       dedup: { policy: config.dedup.policy, engine: dedupIndex.engine, entries: dedupIndex.count(), ...dedupIndex.report(), buckets: Object.fromEntries(dedup.counters) },
       writers: [...writerRegistry.map.entries()].map(([prefix, w]) => {
         const st = w.state();
-        return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null };
+        return { prefix, currentFile: st.currentFile, filesWritten: st.filesWritten.length, records: st.recordsWritten, bytes: st.bytesWritten, failed: st.failed?.message ?? null, waiting: st.waiting };
       }),
+      ...this.waiting(),
+      ...archiver.troubles.report(),
     };
+  };
+
+  /**
+   * Captures waiting for writers that cannot write (issue #26): how many, their bytes, how long
+   * the oldest has waited, the writers' failure, and why new exchanges are refused (or null).
+   */
+  waiting = (): { waiting: { captures: number; bytes: number; oldestMs: number | null; failure: string | null; refusing: string | null } } => {
+    const states = this.#s.pipeline.writerRegistry.all().map((w) => w.state());
+    const t = waitingTotals(states);
+    const now = Date.now();
+    const refusing = refusalFor(states, this.#s.config.capture, now)?.message ?? null;
+    return { waiting: { captures: t.captures, bytes: t.bytes, oldestMs: t.since === null ? null : now - t.since, failure: t.failure?.message ?? null, refusing } };
   };
 
   /** `GET /status` on the proxy port, for a request that arrived on `socket`. */
-  proxyStatus = (socket: Socket): Record<string, unknown> => {
+  proxyStatus = async (socket: Socket): Promise<Record<string, unknown>> => {
     const { archiver } = this.#s.pipeline;
-    const sources = { version: VERSION, startedAt: this.startedAt, activeStarts: () => this.#s.inFlight.starts(), urlsProcessed: () => archiver.stats.captures, warcBytesWritten: this.warcBytes, rates: this.rates, lathe: this.lathe };
+    const buckets = await this.#statsBuckets();
+    const lathe = () => ({ ...this.lathe(), ...buckets });
+    const sources = { version: VERSION, startedAt: this.startedAt, activeStarts: () => this.#s.inFlight.starts(), urlsProcessed: () => archiver.stats.captures, warcBytesWritten: this.warcBytes, rates: this.rates, lathe };
     return warcproxStatus(sources, socket);
   };
 
-  /** `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket. */
-  controlStatus = (): Record<string, unknown> => {
-    const { sessions, collections, counters, stats } = this.#s;
-    return {
+  /** The Warcprox-Meta stats buckets (a fleet's, read from the shared store), or null and why. */
+  async #statsBuckets(): Promise<{ statsBuckets: Record<string, unknown> | null; statsBucketsError?: string }> {
+    try {
+      return { statsBuckets: Object.fromEntries((await this.#s.stats.buckets()).map((b) => [b.bucket, b])) };
+    } catch (e) {
+      return { statsBuckets: null, statsBucketsError: errorMessage(e) };
+    }
+  }
+
+  /**
+   * `GET /api/v1/status`: lathe's counters, per session, per collection and per stats bucket (in
+   * a fleet: the fleet's buckets, read from the shared store; null with the reason while it is away).
+   */
+  controlStatus = async (): Promise<Record<string, unknown>> => {
+    const { sessions, collections, counters } = this.#s;
+    const base = {
       ...this.lathe(),
       sessions: sessions.list().map((x) => summaryOf(x)),
       collections: Object.fromEntries(collections.list().map((c) => [c.name, { prefix: c.prefix, ...counters.report(c.name) }])),
-      statsBuckets: Object.fromEntries(stats.names().map((b) => [b, stats.get(b)])),
     };
+    return { ...base, ...(await this.#statsBuckets()) };
   };
 
   /** `/metrics`, Prometheus text. */

@@ -81,8 +81,13 @@ export class Deduplicator {
     const key = this.eligible(res, p);
     if (!key) return NONE;
     const k = `${key.alg}:${key.bytes.toString("hex")}`;
-    const done = await this.#queueBehindWriters(k, p.inflightWaitMs);
     for (const b of p.buckets) this.#count(b.name).captures++;
+    // Nobody here is writing this payload: look it up at once, side by side with other captures
+    // of it (with a shared store each lookup is a round trip; a queue would serialize them). Only
+    // a miss queues, and then looks again.
+    const early = this.#inflight.has(k) ? null : await this.#lookup(uri, key, p).catch(() => null);
+    if (early) return this.#revisitOf(early, res);
+    const done = await this.#queueBehindWriters(k, p.inflightWaitMs);
     let claim: Claim | null = null;
     let hit: DedupEntry | null = null;
     try {

@@ -10,6 +10,8 @@ import type { DigestAlgorithm } from "../warc/digest.js";
 import { buildExchangeMetadata, buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
 import { digestOf } from "../warc/digest.js";
 import type { DedupPolicy, Deduplicator } from "./dedup.js";
+import { CaptureTroubles } from "./troubles.js";
+import { LostCapture } from "../warc/lostFile.js";
 import type { RecordDraft, WarcWriter, WrittenRecord } from "../warc/types.js";
 
 /** What proxy/ hands to archive/ once an exchange is over (DESIGN.md). */
@@ -98,15 +100,22 @@ export class Archiver {
   readonly #pages = new Map<string, { id: string; date: string; atMs: number }>();
   readonly #pending = new Map<string, Array<Promise<void>>>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
+  /** Captures given up at shutdown and captures cut short by their spool (for the log and status). */
+  readonly troubles: CaptureTroubles;
   /** Told of every capture outcome and every record written alone (the live page listens here). */
   readonly observers = new Set<ArchiveObserver>();
 
   constructor(o: ArchiverOptions) {
     this.#o = o;
+    this.troubles = new CaptureTroubles(o.log);
   }
 
-  async archive(ex: CompletedExchange): Promise<CaptureOutcome> {
-    const outcome = await this.#archive(ex);
+  /**
+   * `onWaiting`: called if the capture has to wait because its writer cannot write right now
+   * (rollover durability keeps it and writes it later, in order; issue #26).
+   */
+  async archive(ex: CompletedExchange, o: { onWaiting?: () => void } = {}): Promise<CaptureOutcome> {
+    const outcome = await this.#archive(ex, o.onWaiting);
     if (this.observers.size) {
       const contentType = ex.response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value ?? null;
       this.#tell({ kind: "capture", uri: ex.targetUri, method: ex.method, status: ex.response.status, contentType, series: ex.series, collection: ex.collection?.name ?? null, session: ex.session ?? null, outcome });
@@ -124,7 +133,7 @@ export class Archiver {
     }
   }
 
-  async #archive(ex: CompletedExchange): Promise<CaptureOutcome> {
+  async #archive(ex: CompletedExchange, onWaiting?: () => void): Promise<CaptureOutcome> {
     if (ex.skip) {
       await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
       this.#o.log.debug("capture-skipped", { uri: ex.targetUri, reason: ex.skip });
@@ -135,13 +144,14 @@ export class Archiver {
       // Policy → dedup decision → records → awaited write; the dedup entry only after the write.
       const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, ex.dedupPolicy ?? this.#o.dedupPolicy) : null;
       settle = decision?.settle ?? null;
+      this.troubles.spoolCut(ex);
       const group = this.#build(ex, decision?.revisit ?? null);
       const writer = this.#o.writerFor(ex.series, ex.collection);
       const tlsPending = group.some((r) => r.type === "metadata");
       if (tlsPending) ex.tap.tlsRecordedFor.add(ex.series);
       let records: WrittenRecord[];
       try {
-        records = await writer.write(group);
+        records = await writer.write(group, onWaiting ? { onHeld: onWaiting } : {});
       } catch (e) {
         if (tlsPending) ex.tap.tlsRecordedFor.delete(ex.series);
         throw e;
@@ -162,7 +172,8 @@ export class Archiver {
       settle?.(null);
       this.stats.failed++;
       const error = e instanceof ProxyError ? e : new ProxyError("ERR_WARC_WRITE", `capture of ${ex.targetUri} not written: ${errorMessage(e)}`, e);
-      this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
+      if (error instanceof LostCapture) this.troubles.lost(ex.targetUri, error);
+      else this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
       return { kind: "failed", error };
     } finally {
       await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
@@ -262,6 +273,7 @@ export class Archiver {
           body: ex.request.body,
           blockDigest: ex.request.blockDigest,
           payloadDigest: ex.request.body && ex.request.bodyLength > 0 ? ex.request.payloadDigest : null,
+          truncated: ex.request.truncated,
         },
         version,
       ),

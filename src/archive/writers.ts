@@ -52,6 +52,8 @@ export class WriterRegistry {
         maxFileBytes: c.maxFileBytes,
         idleRolloverMs: c.idleRolloverMs,
         durability: c.durability,
+        // Rollover: the client has its response before the write, so a failed write waits (issue #26).
+        holdFailedWrites: c.durability === "rollover",
         warcinfo: coll.warcinfo,
         software: this.#o.software,
         port: this.#o.port(),

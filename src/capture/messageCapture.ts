@@ -50,6 +50,8 @@ export interface CapturedMessage {
   headFields: ParsedHead["fields"];
   /** The stored head got a `content-length` the message did not carry (bodyUntilEnd). */
   addedContentLength: boolean;
+  /** Why the body is cut short of what was received (its spool could not be written), or null. */
+  spoolFailure: string | null;
   dispose(): Promise<void>;
 }
 
@@ -196,7 +198,7 @@ export class MessageCapture {
       this.#complete = true;
       return;
     }
-    this.#spool = new Spool(this.#o.spool);
+    this.#spool = new Spool({ ...this.#o.spool, keepOnFailure: true });
     this.#entityHash = newHash(this.#o.digest);
   }
 
@@ -256,17 +258,20 @@ export class MessageCapture {
     if (this.#cutAtLimit) truncated = "length";
     else if (!this.#complete) truncated = ended === "clean" && this.#mode === "close" ? null : ended === "clean" ? "disconnect" : ended;
     const framingError = this.#dechunker?.error ?? null;
-    // Bytes Node's parser refused (decisions.md §1) or a broken chunk framing are kept as received.
-    const asReceived = framingError !== null || o.rejected === true;
-    if (asReceived) truncated = "unspecified";
     const spool = this.#spool;
     if (spool) await spool.finish();
+    // A spool that could not keep every byte (issue #26): the body is what it kept, as received.
+    const spoolFailure = spool?.cut ?? null;
+    // Bytes Node's parser refused (decisions.md §1) or a broken chunk framing are kept as received.
+    const asReceived = framingError !== null || o.rejected === true || spoolFailure !== null;
+    if (asReceived) truncated = truncated && !framingError && !o.rejected ? truncated : "unspecified";
+    const rawLength = spoolFailure ? spool!.size : this.#rawLength;
     const dechunk = this.#dechunker !== null && mode === "dechunk" && !asReceived;
     const trailers = this.#dechunker?.trailers ?? [];
     let storedHead = head.bytes;
     if (dechunk) storedHead = rewriteHead(head, dechunkRenames(lenient), trailers);
     const addedLength = this.#o.kind === "request" && this.#mode === "close";
-    if (addedLength) storedHead = rewriteHead(head, {}, [], [["content-length", String(this.#rawLength)]]);
+    if (addedLength) storedHead = rewriteHead(head, {}, [], [["content-length", String(rawLength)]]);
     let body: StreamSource | null = null;
     let bodyLength = 0;
     if (spool) {
@@ -285,7 +290,7 @@ export class MessageCapture {
           },
         };
       } else {
-        bodyLength = this.#rawLength;
+        bodyLength = rawLength;
         body = spool;
       }
     }
@@ -295,7 +300,12 @@ export class MessageCapture {
       payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
     }
     let blockHash: Hash;
-    if (!dechunk && !addedLength) {
+    if (spoolFailure) {
+      // The running hashes saw bytes the spool dropped: hash what it kept.
+      const digests = await digestsOf(alg, storedHead, body);
+      blockHash = digests.block;
+      payload = formatDigest(alg, digests.payload.digest());
+    } else if (!dechunk && !addedLength) {
       blockHash = this.#rawBlockHash!;
     } else if (dechunk && trailers.length === 0) {
       blockHash = this.#entityBlockHash!;
@@ -308,6 +318,7 @@ export class MessageCapture {
       rawHead: head.bytes,
       storedHead,
       addedContentLength: addedLength,
+      spoolFailure,
       startLine: head.startLine,
       status: this.#status,
       body,
@@ -335,6 +346,19 @@ export class MessageCapture {
     await this.#spool?.finish().catch(() => undefined);
     await this.#spool?.dispose();
   }
+}
+
+/** Block and payload hashes read back from a stored head and body. */
+async function digestsOf(alg: DigestAlgorithm, head: Buffer, body: StreamSource | null): Promise<{ block: Hash; payload: Hash }> {
+  const block = newHash(alg).update(head);
+  const payload = newHash(alg);
+  if (body) {
+    for await (const c of body.createReadStream()) {
+      block.update(c as Buffer);
+      payload.update(c as Buffer);
+    }
+  }
+  return { block, payload };
 }
 
 function dechunkRenames(lenient: boolean): Record<string, string> {

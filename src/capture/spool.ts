@@ -14,6 +14,13 @@ export interface SpoolOptions {
   memoryBytes: number;
   /** Directory for temp files; default the OS temp dir. */
   dir?: string | null;
+  /**
+   * When the temp file cannot take the bytes (its disk full, issue #26): keep what was kept and
+   * drop the rest (`cut` says so) instead of failing finish(). For captures, whose client has
+   * the response already: a truncated record beats none. Others (a pushed record whose digest
+   * was computed over every byte) fail as before.
+   */
+  keepOnFailure?: boolean;
 }
 
 /**
@@ -29,6 +36,10 @@ export class Spool implements StreamSource {
   #error: Error | null = null;
   #finished: Promise<void> | null = null;
   #drainWaiters: Array<() => void> = [];
+  /** The chunks that were in memory when the spool moved to its file, until the file holds them. */
+  #beforeFile: { chunks: Buffer[]; size: number } | null = null;
+  /** Why bytes were dropped (keepOnFailure), with what was kept. */
+  #cut: string | null = null;
   readonly #opts: SpoolOptions;
 
   constructor(opts: SpoolOptions) {
@@ -45,7 +56,7 @@ export class Spool implements StreamSource {
 
   write(chunk: Uint8Array): boolean {
     if (this.#finished) throw new ProxyError("ERR_SPOOL", "spool written after finish()");
-    if (chunk.length === 0) return true;
+    if (chunk.length === 0 || this.#cut) return true;
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.#size += buf.length;
     if (!this.#file) {
@@ -56,8 +67,12 @@ export class Spool implements StreamSource {
       this.#openFile();
       const pending = this.#chunks;
       this.#chunks = [];
+      if (this.#opts.keepOnFailure) this.#beforeFile = { chunks: pending, size: this.#size };
       let ok = true;
-      for (const c of pending) ok = this.#file!.write(c) && ok;
+      pending.forEach((c, i) => {
+        const last = i === pending.length - 1;
+        ok = this.#file!.write(c, last ? (err) => !err && (this.#beforeFile = null) : undefined) && ok;
+      });
       return ok;
     }
     return this.#file.write(buf);
@@ -77,18 +92,32 @@ export class Spool implements StreamSource {
   finish(): Promise<void> {
     if (this.#finished) return this.#finished;
     this.#finished = new Promise<void>((resolve, reject) => {
-      if (!this.#file) return resolve();
+      const file = this.#file;
+      if (!file || this.#cut) return resolve();
+      if (this.#opts.keepOnFailure) {
+        // 'close' comes after 'error' (handled above: what was kept is kept) or after every byte is in the file.
+        if (file.closed) return resolve();
+        file.once("close", () => resolve());
+        if (!file.destroyed) file.end();
+        return;
+      }
       if (this.#error) return reject(this.#error);
-      this.#file.end((err?: Error | null) => (err ? reject(wrap(err, this.#path!)) : resolve()));
+      file.end((err?: Error | null) => (err ? reject(wrap(err, this.#path!)) : resolve()));
     });
     return this.#finished;
   }
 
+  /** Why the spool holds fewer bytes than it was given (keepOnFailure), or null. */
+  get cut(): string | null {
+    return this.#cut;
+  }
+
   createReadStream(): Readable {
-    if (this.#error) throw wrap(this.#error, this.#path ?? "(memory)");
+    if (this.#error && !this.#cut) throw wrap(this.#error, this.#path ?? "(memory)");
     // 256 KiB reads: large enough for few syscalls, small enough that glibc keeps serving them
     // from mmap (1 MiB reads raise its mmap threshold and then stay in the heap as RSS).
-    if (this.#path) return createReadStream(this.#path, { highWaterMark: 256 * 1024 });
+    if (this.#path && this.#size > 0) return createReadStream(this.#path, { highWaterMark: 256 * 1024, ...(this.#cut && { end: this.#size - 1 }) });
+    if (this.#path) return Readable.from([], { objectMode: false });
     return Readable.from(this.#chunks, { objectMode: false });
   }
 
@@ -122,9 +151,32 @@ export class Spool implements StreamSource {
     this.#file = createWriteStream(this.#path, { flags: "wx", mode: 0o600 });
     this.#file.on("error", (e) => {
       this.#error = e;
+      if (this.#opts.keepOnFailure) this.#keepWhatWasKept(e);
       this.#wakeDrain();
     });
     this.#file.on("drain", () => this.#wakeDrain());
+  }
+
+  /**
+   * The temp file failed: the spool holds what reached it (the write stream counts the bytes it
+   * wrote, a prefix), or the chunks it had in memory before, when fewer bytes reached the file.
+   * Later chunks are dropped.
+   */
+  #keepWhatWasKept(e: Error): void {
+    if (this.#cut) return;
+    const onDisk = this.#file!.bytesWritten;
+    const before = this.#beforeFile;
+    this.#beforeFile = null;
+    const path = this.#path!;
+    if (before && before.size > onDisk) {
+      this.#chunks = before.chunks;
+      this.#size = before.size;
+      this.#path = null;
+      void unlink(path).catch(() => undefined);
+    } else {
+      this.#size = onDisk;
+    }
+    this.#cut = `cannot spool to ${path}: ${e.message}; kept the first ${this.#size} bytes ${this.#path ? "on disk" : "in memory"}`;
   }
 
   #wakeDrain(): void {

@@ -1,8 +1,9 @@
 /**
  * `lathe index`, three modes:
- * - `--dedup-db FILE [--bucket NAME] WARC...` (issue "Deduplication", "Building the dedup index
+ * - `--dedup-db FILE|URL [--bucket NAME] WARC...` (issue "Deduplication", "Building the dedup index
  *   outside a crawl"): load existing WARC files — lathe's and other tools' — into the dedup
- *   store, with a summary on stdout.
+ *   store, with a summary on stdout. A postgresql:// URL loads the shared PostgreSQL store
+ *   (issue #22, "Import"; src/postgres/copyImport.ts) with the same choice of entries.
  * - `--cdxj|--cdx11 [--output FILE] WARC...` (issue "CDXJ index"): the sorted CDXJ (or classic
  *   11-field CDX) index of the files, as `cdxj-indexer --sort --post-append` writes it, to
  *   stdout or FILE.
@@ -13,16 +14,20 @@
 import { parseArgs } from "node:util";
 import { errorMessage } from "../core/errors.js";
 import { createLogger, type Logger } from "../core/log.js";
-import { importWarcs, SKIP_REASONS, type ImportProgress, type ImportSummary, type SkipReason } from "../dedup/importer.js";
+import { importWarcsInto, SKIP_REASONS, storeSink, type ImportProgress, type ImportSink, type ImportSummary, type SkipReason } from "../dedup/importer.js";
 import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
 import type { DedupStore } from "../dedup/types.js";
 import { buildIndex, mergeIndexesTo, mergeIndexesToFile, writeLinesTo, writeLinesToFile, type BuildProgress } from "../index/build.js";
 import type { ByteMergeProgress } from "../index/byteMerge.js";
+import { openCopyImport } from "../postgres/copyImport.js";
+import { parsePostgresUrl } from "../postgres/url.js";
 import type { WarcReadProblem } from "../warc/readProblems.js";
 
-export const INDEX_HELP = `lathe index --dedup-db FILE [--bucket NAME] WARC...
+export const INDEX_HELP = `lathe index --dedup-db FILE|URL [--bucket NAME] WARC...
                         load existing WARC files (lathe's and other tools') into the dedup index
   --dedup-db FILE  dedup database (SQLite; created when missing)
+  --dedup-db URL   or the shared PostgreSQL (postgresql://user:password@host:port/db): loaded with
+                   COPY, one transaction per WARC file; lathe's tables are created when missing
   --bucket NAME    bucket the entries go to (default "default")
 lathe index --cdxj|--cdx11 [--output FILE] WARC...
                         write the sorted CDXJ (or classic 11-field CDX) index of WARC files
@@ -93,33 +98,58 @@ export async function indexCommand(argv: string[], out: (s: string) => void, io:
   if (bucket === "" || /[\s\x00-\x1f]/.test(bucket)) return usage(`--bucket must be a non-empty name without spaces, got ${JSON.stringify(bucket)}`);
   if (positionals.length === 0) return usage("name at least one WARC file");
 
+  const postgres = /^postgres(ql)?:\/\//i.test(db);
+  if (postgres) {
+    try {
+      parsePostgresUrl(db, "--dedup-db");
+    } catch (e) {
+      return usage(errorMessage(e));
+    }
+  }
+
   const log = io.log ?? createLogger({ level: "error" });
-  let store: DedupStore;
+  let target: ImportTarget;
   try {
-    store = (io.openStore ?? ((p, l) => openSqliteDedupStore(p, { log: l, cacheMiB: 512 })))(db, log);
+    target = postgres ? await openCopyImport(db, "--dedup-db", log) : storeTarget((io.openStore ?? ((p, l) => openSqliteDedupStore(p, { log: l, cacheMiB: 512 })))(db, log));
   } catch (e) {
-    err(`lathe index: cannot open the dedup database ${db}: ${errorMessage(e)}\n`);
+    // Never `db` itself for PostgreSQL: it holds the password (the messages name the server masked).
+    err(`lathe index: cannot open the dedup database${postgres ? "" : ` ${db}`}: ${oneLine(errorMessage(e))}\n`);
     return 1;
   }
   const tty = io.isTTY ?? process.stderr.isTTY === true;
   const bar = tty ? new ProgressBar(err, io.columns || process.stderr.columns || 80) : null;
   let summary: ImportSummary;
   try {
-    summary = await importWarcs(positionals, store, { bucket, log, ...(bar ? { onProgress: (p: ImportProgress) => bar.update(p) } : {}) });
+    summary = await importWarcsInto(positionals, target.sink, { bucket, log, ...(bar ? { onProgress: (p: ImportProgress) => bar.update(p) } : {}) });
   } catch (e) {
     bar?.clear();
-    err(`lathe index: ${errorMessage(e)}\n`);
+    err(`lathe index: ${oneLine(errorMessage(e))}\n`);
     return 1;
   } finally {
     bar?.clear();
     try {
-      store.close();
+      await target.close();
     } catch (e) {
       err(`lathe index: closing the dedup database failed: ${errorMessage(e)}\n`);
     }
   }
   out(formatSummary(summary));
   return summary.errors.length > 0 ? 1 : 0;
+}
+
+/** Where `--dedup-db` entries go, and how to let go of it. */
+interface ImportTarget {
+  sink: ImportSink;
+  close(): Promise<void>;
+}
+
+function storeTarget(store: DedupStore): ImportTarget {
+  return { sink: storeSink(store, {}), close: async () => store.close() };
+}
+
+/** Server messages may span lines; the CLI's errors are one line each. */
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, " ");
 }
 
 type CdxRun = { kind: "index"; format: "cdxj" | "cdx11" } | { kind: "merge" };

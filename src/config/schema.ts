@@ -49,6 +49,13 @@ export interface Config {
     spoolDir: string | null;
     maxBodyBytes: number;
     maxDurationMs: number;
+    /**
+     * rollover durability: bytes (memory + spool) of captures waiting for a writer that cannot
+     * write, past which new exchanges are refused with 503 (the waiting ones are kept).
+     */
+    retryMaxBytes: number;
+    /** rollover durability: how long a capture may wait for its writer before new exchanges are refused with 503. */
+    retryMaxMs: number;
   };
   warc: {
     dir: string;
@@ -160,6 +167,8 @@ export const DEFAULTS: Config = {
     spoolDir: null,
     maxBodyBytes: 0,
     maxDurationMs: 1_200_000,
+    retryMaxBytes: 64 * 1024 * 1024,
+    retryMaxMs: 60_000,
   },
   warc: {
     dir: "./warcs",

@@ -131,6 +131,8 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     spoolDir: nullableStr,
     maxBodyBytes: int(0),
     maxDurationMs: int(0),
+    retryMaxBytes: int(0),
+    retryMaxMs: int(0),
   },
   warc: {
     dir: nonEmpty,

@@ -58,7 +58,7 @@ export interface ControlFacade {
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;
   writeResource(input: ResourceInput): Promise<WrittenResource>;
-  status(): Record<string, unknown>;
+  status(): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Throws ProxyError("ERR_SHARED_UNAVAILABLE") while the shared store is unreachable. */
   fleet(): Promise<FleetAnswer>;
   /** Prometheus text exposition format. */

@@ -32,7 +32,7 @@ export interface FacadeDeps {
   caPem: string;
   /** Start a proxy server bound to a session on `port` (0 = ephemeral) of the proxy host. */
   startSessionServer(s: Session, port: number): Promise<{ server: ProxyServer; port: number }>;
-  status(): Record<string, unknown>;
+  status(): Record<string, unknown> | Promise<Record<string, unknown>>;
   fleet(): Promise<FleetAnswer>;
   metrics(): string;
 }

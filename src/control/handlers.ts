@@ -104,7 +104,7 @@ export const HANDLERS: Record<string, Handler> = {
     });
     return { status: 201, json: written };
   },
-  getStatus: (f) => ({ status: 200, json: f.status() }),
+  getStatus: async (f) => ({ status: 200, json: await f.status() }),
   getFleet: async (f) => ({ status: 200, json: await f.fleet() }),
   getMetrics: (f) => ({ status: 200, text: f.metrics(), contentType: METRICS_CONTENT_TYPE }),
   getCaPem: (f) => ({ status: 200, text: f.caPem(), contentType: "application/x-pem-file" }),

@@ -85,6 +85,9 @@ export interface LiveWriter {
   bytes: number;
   filesClosed: number;
   failed: string | null;
+  /** Captures waiting for this writer while it cannot write, and their bytes (issue #26). */
+  waiting: number;
+  waitingBytes: number;
 }
 
 export interface LiveSnapshot {
@@ -457,7 +460,7 @@ export class LiveFeed {
       const st = w.state();
       let currentBytes: number | null = null;
       if (st.currentFile) currentBytes = await stat(join(this.#o.warcDir, `${st.currentFile}.open`)).then((s) => s.size, () => null);
-      out.push({ series, currentFile: st.currentFile, currentBytes, records: st.recordsWritten, bytes: st.bytesWritten, filesClosed: st.filesWritten.length, failed: st.failed?.message ?? null });
+      out.push({ series, currentFile: st.currentFile, currentBytes, records: st.recordsWritten, bytes: st.bytesWritten, filesClosed: st.filesWritten.length, failed: st.failed?.message ?? null, waiting: st.waiting.captures, waitingBytes: st.waiting.bytes });
     }
     return out.sort((a, b) => a.series.localeCompare(b.series));
   }

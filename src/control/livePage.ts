@@ -163,7 +163,7 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
 </form>
 <section id="writers" class="card" hidden>
   <h2>Files being written</h2>
-  <div class="scroll"><table><thead><tr><th>Series</th><th>Current file</th><th class="r">Size</th><th class="r">Records written</th><th class="r">Bytes written</th><th class="r">Closed files</th><th>State</th></tr></thead><tbody id="writer-rows"></tbody></table></div>
+  <div class="scroll"><table><thead><tr><th>Series</th><th>Current file</th><th class="r">Size</th><th class="r">Records written</th><th class="r">Bytes written</th><th class="r">Closed files</th><th class="r">Waiting</th><th>State</th></tr></thead><tbody id="writer-rows"></tbody></table></div>
   <p id="no-writers" class="empty">No file open yet.</p>
 </section>
 <div id="groups"></div>
@@ -346,7 +346,10 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
       if (w.failed) state.title = w.failed;
       const bytes = el("td", "c-size", fmtBytes(w.bytes));
       bytes.dataset.bytes = String(w.bytes);
-      tr.append(el("td", "c-series", w.series), cur, size, el("td", "c-size c-records", fmtInt(w.records)), bytes, el("td", "c-size", fmtInt(w.filesClosed)), state);
+      // Captures kept for a writer that cannot write (issue #26): written once it can again.
+      const waiting = el("td", "c-size c-waiting", w.waiting ? fmtInt(w.waiting) + " (" + fmtBytes(w.waitingBytes) + ")" : "—");
+      waiting.dataset.waiting = String(w.waiting);
+      tr.append(el("td", "c-series", w.series), cur, size, el("td", "c-size c-records", fmtInt(w.records)), bytes, el("td", "c-size", fmtInt(w.filesClosed)), waiting, state);
       tb.append(tr);
     }
     $("no-writers").hidden = ws.length > 0;

@@ -57,7 +57,7 @@ export interface ImportOptions {
   /** Called often (after each record and each file); throttle any rendering. */
   onProgress?(p: ImportProgress): void;
   log?: Logger;
-  /** Entries per `store.add` call (one transaction each); default 10,000. */
+  /** Entries per `sink.add` call (for the SQLite store, one transaction each); default the sink's, else 50,000. */
   batchSize?: number;
 }
 
@@ -81,6 +81,32 @@ export interface ImportSummary {
   warnings: ImportProblem[];
 }
 
+/**
+ * Where an import puts its entries: a DedupStore (`storeSink`, the SQLite file) or PostgreSQL
+ * (src/postgres/copyImport.ts, COPY). The reading, the choice of entries and the summary are
+ * the same for both; only "already in the store?" and the writing differ, and a sink may decide
+ * the first per batch (SQLite) or per file in one statement (PostgreSQL).
+ */
+export interface ImportSink {
+  /** Entries per `add` this sink works best with, when the options name none. */
+  readonly batchSize?: number;
+  /** The next file's entries follow (the path as given; entries carry its base name). */
+  beginFile(filename: string): Promise<void>;
+  /** Entries from the current file's responses, in record order, at most batchSize at a time. */
+  add(entries: DedupEntry[]): Promise<void>;
+  /**
+   * The current file was read to its end or its damage: its entries are stored when this
+   * resolves. Resolves with how many of them were not added because the store already held them.
+   */
+  endFile(): Promise<number>;
+  /**
+   * The originals revisits named, after every file: add those whose original the store does not
+   * hold (its latest entry for the URL and digest has no file and another date, or there is none).
+   * Resolves with how many were added.
+   */
+  addOriginals(entries: DedupEntry[]): Promise<number>;
+}
+
 const DEFAULT_BATCH = 50_000; // the store loads ≥ 100k entries/s only with large transactions
 
 function digestKeyString(d: DigestKey): string {
@@ -88,12 +114,53 @@ function digestKeyString(d: DigestKey): string {
 }
 
 export async function importWarcs(files: string[], store: DedupStore, opts: ImportOptions): Promise<ImportSummary> {
+  return importWarcsInto(files, storeSink(store, opts), opts);
+}
+
+/** importWarcs into any sink. A sink's error ends the import (rejects); damaged files do not. */
+export async function importWarcsInto(files: string[], sink: ImportSink, opts: ImportOptions): Promise<ImportSummary> {
   const sizes = await Promise.all(files.map((f) => stat(f).then((s) => (s.isFile() ? s.size : 0), () => 0)));
-  const run = new WarcImport(files, sizes, store, opts);
+  const run = new WarcImport(files, sizes, sink, opts);
   for (let i = 0; i < files.length; i++) await run.importFile(i);
-  run.flush();
-  run.addRevisitOriginals();
+  await run.addRevisitOriginals();
   return run.summary;
+}
+
+/** Importing the same file again adds nothing: its entries are in the store (flushed after each file). */
+function sameRecord(o: DedupEntry, e: DedupEntry): boolean {
+  return o.filename === e.filename && o.offset === e.offset && o.length === e.length;
+}
+
+/** A DedupStore as a sink: each response checked against the store, each batch one `add`. */
+export function storeSink(store: DedupStore, opts: Pick<ImportOptions, "batchSize">): ImportSink {
+  const batchSize = Math.max(1, opts.batchSize ?? DEFAULT_BATCH);
+  let present = 0;
+  const inStore = (e: DedupEntry): boolean => {
+    const latest = store.byUrlAndDigest(e.bucket, e.url, e.digest);
+    if (latest === null) return false;
+    return sameRecord(latest, e) || store.byUrl(e.bucket, e.url, 64).some((o) => sameRecord(o, e));
+  };
+  return {
+    async beginFile() {},
+    async add(entries) {
+      const fresh = entries.filter((e) => !inStore(e));
+      present += entries.length - fresh.length;
+      if (fresh.length) store.add(fresh);
+    },
+    async endFile() {
+      const n = present;
+      present = 0;
+      return n;
+    },
+    async addOriginals(entries) {
+      const missing = entries.filter((e) => {
+        const have = store.byUrlAndDigest(e.bucket, e.url, e.digest);
+        return !(have && (have.filename !== null || have.date === e.date));
+      });
+      for (let i = 0; i < missing.length; i += batchSize) store.add(missing.slice(i, i + batchSize));
+      return missing.length;
+    },
+  };
 }
 
 function emptySummary(bucket: string, files: number): ImportSummary {
@@ -114,12 +181,7 @@ function emptySummary(bucket: string, files: number): ImportSummary {
   };
 }
 
-/** Importing the same file again adds nothing: its entries are in the store (flushed after each file). */
-function sameRecord(o: DedupEntry, e: DedupEntry): boolean {
-  return o.filename === e.filename && o.offset === e.offset && o.length === e.length;
-}
-
-/** One importWarcs call: the summary so far, the batch not yet added, the revisits' originals. */
+/** One import: the summary so far, the batch not yet given to the sink, the revisits' originals. */
 class WarcImport {
   readonly summary: ImportSummary;
   readonly #files: string[];
@@ -127,26 +189,31 @@ class WarcImport {
   readonly #bytesTotal: number;
   /** Sizes of the files before the current one. */
   #bytesBefore = 0;
-  readonly #store: DedupStore;
+  readonly #sink: ImportSink;
   readonly #opts: ImportOptions;
   readonly #bucket: string;
   readonly #batchSize: number;
   #batch: DedupEntry[] = [];
+  /** Entries of the current file given to the sink so far. */
+  #fileEntries = 0;
   /** Originals named by revisits, resolved once every response is in the store. */
   readonly #pending = new Map<string, DedupEntry>();
 
-  constructor(files: string[], sizes: number[], store: DedupStore, opts: ImportOptions) {
+  constructor(files: string[], sizes: number[], sink: ImportSink, opts: ImportOptions) {
     this.#files = files;
     this.#sizes = sizes;
     this.#bytesTotal = sizes.reduce((a, b) => a + b, 0);
-    this.#store = store;
+    this.#sink = sink;
     this.#opts = opts;
     this.#bucket = opts.bucket;
-    this.#batchSize = Math.max(1, opts.batchSize ?? DEFAULT_BATCH);
+    this.#batchSize = Math.max(1, opts.batchSize ?? sink.batchSize ?? DEFAULT_BATCH);
     this.summary = emptySummary(opts.bucket, files.length);
   }
 
-  /** Read file `i` to its end (or its damage), then add its entries. */
+  /**
+   * Read file `i` to its end (or its damage), then have the sink store its entries. Only reading
+   * problems are the file's errors; a failing sink rejects.
+   */
   async importFile(i: number): Promise<void> {
     const path = this.#files[i]!;
     const summary = this.summary;
@@ -163,21 +230,31 @@ class WarcImport {
       log?.debug("dedup-import-warning", { file: p.file, offset: p.offset, reason: p.reason });
     };
     const reader = readWarcRecords(path, { onError, onWarning, prefixBytes: 64 * 1024 });
+    const records = reader[Symbol.asyncIterator]();
     const progress = () => this.#progress(i, i, this.#bytesBefore + reader.position);
     progress();
+    await this.#sink.beginFile(path);
     let fileRecords = 0;
-    try {
-      for await (const rec of reader) {
-        summary.records++;
-        fileRecords++;
-        this.#record(rec, filename);
-        progress();
+    for (;;) {
+      let next: IteratorResult<WarcRecord>;
+      try {
+        next = await records.next();
+      } catch (e) {
+        onError(e instanceof WarcReadError ? { file: e.file, offset: e.offset, reason: e.reason } : { file: path, offset: reader.position, reason: errorMessage(e) });
+        break;
       }
-    } catch (e) {
-      const p = e instanceof WarcReadError ? { file: e.file, offset: e.offset, reason: e.reason } : { file: path, offset: reader.position, reason: errorMessage(e) };
-      onError(p);
+      if (next.done) break;
+      summary.records++;
+      fileRecords++;
+      this.#record(next.value, filename);
+      if (this.#batch.length >= this.#batchSize) await this.#flush();
+      progress();
     }
-    this.flush();
+    await this.#flush();
+    const present = await this.#sink.endFile();
+    this.summary.entriesAdded += this.#fileEntries - present;
+    if (present > 0) this.#skip("already-in-store", present);
+    this.#fileEntries = 0;
     if (fileErrors > 0) summary.filesWithErrors++;
     summary.bytes += reader.size;
     this.#bytesBefore += this.#sizes[i]!;
@@ -191,8 +268,7 @@ class WarcImport {
       summary.responses++;
       const e = responseEntry(rec, this.#bucket, filename);
       if (typeof e === "string") this.#skip(e);
-      else if (this.#inStore(e)) this.#skip("already-in-store");
-      else this.#push(e);
+      else this.#batch.push(e);
     } else if (rec.warcType === "revisit") {
       summary.revisits++;
       const r = revisitOriginal(rec, this.#bucket);
@@ -206,17 +282,12 @@ class WarcImport {
   }
 
   /** Revisits whose original is neither among the imported records nor already in the store. */
-  addRevisitOriginals(): void {
-    for (const e of this.#pending.values()) {
-      const have = this.#store.byUrlAndDigest(this.#bucket, e.url, e.digest);
-      if (have && (have.filename !== null || have.date === e.date)) {
-        this.#skip("revisit-original-present");
-        continue;
-      }
-      this.#push(e);
-      this.summary.entriesFromRevisits++;
-    }
-    this.flush();
+  async addRevisitOriginals(): Promise<void> {
+    const originals = [...this.#pending.values()];
+    const added = originals.length ? await this.#sink.addOriginals(originals) : 0;
+    if (added < originals.length) this.#skip("revisit-original-present", originals.length - added);
+    this.summary.entriesAdded += added;
+    this.summary.entriesFromRevisits += added;
   }
 
   #progress(fileIndex: number, filesDone: number, bytesDone: number): void {
@@ -228,32 +299,22 @@ class WarcImport {
       bytesDone,
       bytesTotal: this.#bytesTotal,
       records: this.summary.records,
-      entriesAdded: this.summary.entriesAdded + this.#batch.length,
+      entriesAdded: this.summary.entriesAdded + this.#fileEntries + this.#batch.length,
       errors: this.summary.errors.length,
     });
   }
 
-  #skip(r: SkipReason): void {
-    this.summary.skipped[r] = (this.summary.skipped[r] ?? 0) + 1;
-    this.summary.skippedTotal++;
+  #skip(r: SkipReason, n = 1): void {
+    this.summary.skipped[r] = (this.summary.skipped[r] ?? 0) + n;
+    this.summary.skippedTotal += n;
   }
 
-  #inStore(e: DedupEntry): boolean {
-    const latest = this.#store.byUrlAndDigest(this.#bucket, e.url, e.digest);
-    if (latest === null) return false;
-    return sameRecord(latest, e) || this.#store.byUrl(this.#bucket, e.url, 64).some((o) => sameRecord(o, e));
-  }
-
-  #push(e: DedupEntry): void {
-    this.#batch.push(e);
-    if (this.#batch.length >= this.#batchSize) this.flush();
-  }
-
-  flush(): void {
+  async #flush(): Promise<void> {
     if (this.#batch.length === 0) return;
-    this.#store.add(this.#batch);
-    this.summary.entriesAdded += this.#batch.length;
+    const batch = this.#batch;
     this.#batch = [];
+    this.#fileEntries += batch.length;
+    await this.#sink.add(batch);
   }
 }
 

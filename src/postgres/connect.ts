@@ -52,13 +52,14 @@ export function isConnectionError(e: unknown): boolean {
 }
 
 /** A start-up failure as a ProxyError("ERR_CONFIG") that says what to do. */
-export function describeStartupError(u: PostgresUrl, e: unknown): ProxyError {
+/** `from` names where the URL was set (a setting, a variable, a flag), for the message. */
+export function describeStartupError(u: PostgresUrl, e: unknown, from = "shared.postgresql / LATHE_POSTGRESQL / --postgresql"): ProxyError {
   if (e instanceof ProxyError) return e;
   const where = `PostgreSQL at ${u.redacted}`;
   const state = sqlState(e);
   const msg = (e instanceof Error ? e.message : String(e)).split(u.url).join(u.redacted);
   let what: string;
-  if (state === "28P01" || state === "28000") what = `authentication failed for user ${JSON.stringify(u.user)} (${msg}): check the user and password in shared.postgresql / LATHE_POSTGRESQL / --postgresql`;
+  if (state === "28P01" || state === "28000") what = `authentication failed for user ${JSON.stringify(u.user)} (${msg}): check the user and password in ${from}`;
   else if (state === "3D000") what = `database ${JSON.stringify(u.database)} does not exist: create it first (createdb ${u.database}, or CREATE DATABASE "${u.database}"), owned by the user lathe connects as`;
   else if (state === "42501") what = `user ${JSON.stringify(u.user)} may not create or write lathe's tables (${msg}): grant it CREATE on the database's public schema, or let the owner start lathe once to create them and GRANT SELECT, INSERT, UPDATE, DELETE on them`;
   else if (state === "53300") what = `the server has no connection left (${msg}): raise max_connections or run fewer instances`;

@@ -71,12 +71,20 @@ export class SharedDatabase {
     try {
       return await fn(this.pool);
     } catch (e) {
-      if (isConnectionError(e)) {
+      if (isConnectionError(e) && !this.#poolExhausted(e)) {
         this.markDown(e);
         throw this.unavailable(e);
       }
       throw e;
     }
+  }
+
+  /**
+   * The pool's "timeout exceeded when trying to connect" also means that every connection was
+   * busy for the whole timeout: the server is there, only slow; that must not count as away.
+   */
+  #poolExhausted(e: unknown): boolean {
+    return /timeout exceeded when trying to connect/i.test(e instanceof Error ? e.message : "") && this.pool.totalCount >= (this.pool.options.max ?? 10) && this.pool.idleCount === 0;
   }
 
   /** Run `fn` in one transaction on one connection (BEGIN … COMMIT, ROLLBACK on error). */
@@ -165,7 +173,7 @@ export async function openSharedDatabase(rawUrl: string, from: string, o: Shared
     o.log.info("shared-store-open", { store: url.redacted, created, instance: o.instanceId });
   } catch (e) {
     await pool.end().catch(() => undefined);
-    throw describeStartupError(url, e);
+    throw describeStartupError(url, e, from);
   }
   return new SharedDatabase(url, pool, o);
 }

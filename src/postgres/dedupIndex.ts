@@ -14,14 +14,14 @@
  */
 import type { Logger } from "../core/log.js";
 import { checkDigest, checkEntry, checkLimit, checkOffset } from "../dedup/entryChecks.js";
+import { ALG_CODE, ALG_NAME } from "../dedup/sqliteKeys.js";
 import type { Claim, DedupEntry, DedupIndex, DigestKey } from "../dedup/types.js";
-import type { DigestAlgorithm } from "../warc/digest.js";
 import { isConnectionError } from "./connect.js";
 import type { SharedDatabase } from "./database.js";
 import { Outbox } from "./outbox.js";
 
-const ALG: Record<DigestAlgorithm, number> = { sha1: 1, sha256: 2 };
-const ALG_NAME: Record<number, DigestAlgorithm> = { 1: "sha1", 2: "sha256" };
+/** The digest algorithms' codes in the `alg` column: the same as the SQLite store's. */
+const ALG = ALG_CODE;
 
 /** A claim outlives a killed instance at most this long (the registry usually removes it sooner). */
 const CLAIM_TTL = "10 minutes";

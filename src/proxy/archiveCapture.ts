@@ -22,6 +22,8 @@ export interface Finished {
   wireExact?: boolean;
   /** The client leg's protocol ("http/1.1", "h2"). */
   clientProtocol: string;
+  /** Called if the capture waits for a writer that cannot write (it is written later, in order). */
+  onWaiting?: () => void;
 }
 
 /** Finalize both messages and hand the exchange to the archive pipeline; true when written. */
@@ -56,7 +58,13 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
     ...(skip ? { skip } : {}),
   };
   const release = chargeBacklog(ctx.archiver, response.rawHead.length + response.wireBodyLength + request.rawHead.length + request.wireBodyLength);
-  const archiving = ctx.archiver.archive(ex);
+  // A capture waiting for its writer leaves the back-pressure count (the retry bounds count it).
+  const archiving = ctx.archiver.archive(ex, {
+    onWaiting: () => {
+      release();
+      f.onWaiting?.();
+    },
+  });
   archiving.finally(release).catch(() => undefined);
   const outcome = await archiving;
   const written = outcome.kind === "written";

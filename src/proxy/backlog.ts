@@ -21,11 +21,18 @@ function backlogOf(archiver: object): Backlog {
   return b;
 }
 
-/** Count `bytes` as waiting to be written; call the returned function once they are. */
+/**
+ * Count `bytes` as waiting to be written; call the returned function once they are, or once
+ * they wait for a writer that cannot write (capture.retryMaxBytes bounds those instead). A
+ * second call does nothing.
+ */
 export function chargeBacklog(archiver: object, bytes: number): () => void {
   const b = backlogOf(archiver);
   b.bytes += bytes;
+  let released = false;
   return () => {
+    if (released) return;
+    released = true;
     b.bytes -= bytes;
     if (b.bytes <= BACKLOG_BYTES && b.waiters.length) for (const w of b.waiters.splice(0)) w();
   };

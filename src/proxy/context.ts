@@ -13,10 +13,13 @@ export interface ProxyContext {
   clock: Clock;
   ids: import("../core/ids.js").IdSource;
   log: Logger;
-  /** Why captures cannot be written right now, or null when the writer is healthy. */
+  /**
+   * Why new exchanges are refused (503) right now, or null: a failed writer in strict durability;
+   * in rollover, captures waiting for a writer past capture.retryMaxBytes / retryMaxMs.
+   */
   writerFailure(): ProxyError | null;
   collections: import("../archive/collections.js").CollectionRegistry;
-  stats: import("../warcprox/stats.js").StatsRegistry;
+  stats: import("../warcprox/statsStore.js").StatsStore;
   /** Counters of a collection (created on first use). */
   collectionCounters(name: string): import("../archive/sessions.js").SessionCounters;
   crawlLog: import("../warcprox/crawlLog.js").CrawlLog | null;
@@ -26,5 +29,5 @@ export interface ProxyContext {
   /** Resolves when no exchange is in flight (graceful shutdown). */
   idle(): Promise<void>;
   /** The `GET /status` document (warcprox shape) for a request that arrived on `socket`. */
-  status(socket: import("node:net").Socket): Record<string, unknown>;
+  status(socket: import("node:net").Socket): Promise<Record<string, unknown>>;
 }

@@ -4,7 +4,6 @@
  * any DNS lookup (warcprox-compat.md §0), and the writer's back-pressure. Admitted exchanges go
  * on in forward.ts. Works on a ClientLeg, so every client protocol takes the same path.
  */
-import { admit } from "../warcprox/limits.js";
 import { blockAnswer, matchBlock } from "../warcprox/blocks.js";
 import { WarcproxMetaError } from "../warcprox/warcproxMeta.js";
 import { rejectMeta, sendRuleAnswer } from "./answers.js";
@@ -21,7 +20,10 @@ export function handleExchange(ctx: ProxyContext, client: ClientLeg): void {
   if (!policy) return;
   const uri = targetUri(client.head.target);
   const noRevisit = policy.noArchive || policy.dedupPolicy.policy === "off";
-  const admitting = admit(ctx.stats, policy.meta, uri, { mayBeNew: !policy.noArchive, mayBeRevisit: !noRevisit, waitTimeoutMs: ctx.config.upstream.headTimeoutMs });
+  // A client that leaves while its admission waits for a limit's verdict leaves the wait.
+  const left = new AbortController();
+  client.onClose(() => left.abort(new Error("the client went away")));
+  const admitting = ctx.stats.admit(policy.meta, uri, { mayBeNew: !policy.noArchive, mayBeRevisit: !noRevisit, waitTimeoutMs: ctx.config.upstream.headTimeoutMs, signal: left.signal });
   admitting.then(
     (a) => {
       if (!a.ok) {
@@ -42,6 +44,7 @@ export function handleExchange(ctx: ProxyContext, client: ClientLeg): void {
       });
     },
     (e) => {
+      if (left.signal.aborted) return;
       ctx.log.error("admit-failed", { uri, error: e });
       answerPlain(client, 500, `lathe: ${(e as Error).message}`);
     },

@@ -270,7 +270,10 @@ class Exchange {
   }
 
   #archive(ended: "clean" | Truncation, wireExact = false): Promise<boolean> {
-    return archiveExchange(this.#ctx, { uri: this.#uri, method: this.#method, caps: this.#caps, ended, policy: this.#policy, admitted: this.#admitted, wireExact, clientProtocol: this.#client.protocol });
+    // A capture waiting for a writer that cannot write no longer holds up a graceful stop: the
+    // writers' close tries it once more, then puts it in lost/ (issue #26).
+    const onWaiting = () => this.#settle();
+    return archiveExchange(this.#ctx, { uri: this.#uri, method: this.#method, caps: this.#caps, ended, policy: this.#policy, admitted: this.#admitted, wireExact, clientProtocol: this.#client.protocol, onWaiting });
   }
 
   #onResponse(res: UpstreamResponse): void {

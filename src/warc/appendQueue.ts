@@ -20,6 +20,8 @@ export interface Followers<G, R> {
   landed(results: R[]): void;
   /** Their groups did not land: each of their writes rejects with `e`. */
   failed(e: unknown): void;
+  /** Their groups did not land: each of their writes rejects with its own error, in order. */
+  failedEach(errors: unknown[]): void;
 }
 
 /**
@@ -114,6 +116,7 @@ export class AppendQueue<G, R> {
       payloads,
       landed: (results) => settle.forEach((s, i) => s.resolve(results[i]!)),
       failed: (e) => settle.forEach((s) => s.reject(e)),
+      failedEach: (errors) => settle.forEach((s, i) => s.reject(errors[i])),
     };
   }
 

@@ -4,7 +4,7 @@
  * bounded number of slots, with a bound on the groups compressed and waiting for their append.
  */
 import { availableParallelism } from "node:os";
-import { ProxyError } from "../core/errors.js";
+import { ProxyError, isProxyError } from "../core/errors.js";
 import type { Pending } from "./appendQueue.js";
 import type { WarcVersion } from "./date.js";
 import { encodeRecord, encodeRecordSync, type EncodeOptions, type EncodedRecord } from "./gzipMember.js";
@@ -28,17 +28,26 @@ export const disposeGroup = (g: EncodedGroup) => Promise.all(g.records.map((r) =
 /** Whether all its members are in memory (then it can go to the file in one pwritev(2) with others). */
 export const inMemory = (g: EncodedGroup) => g.records.every((r) => r.parts !== null);
 
+/** A group whose compression failed, to be compressed again on its turn (it names no file). */
+export const uncompressed = (drafts: RecordDraft[]): EncodedGroup => ({ warcinfoId: "", drafts, records: [], size: 0 });
+
 export class GroupEncoder {
   readonly #version: WarcVersion;
   readonly #enc: EncodeOptions;
   readonly #slots: ReturnType<typeof semaphore>;
   readonly #ahead = semaphore(MAX_AHEAD);
+  readonly #fallbackSpoolDir: string | undefined;
 
-  /** `concurrency`: groups compressed at once; default min(4, CPUs). */
-  constructor(version: WarcVersion, enc: EncodeOptions, concurrency?: number) {
+  /**
+   * `concurrency`: groups compressed at once; default min(4, CPUs). `fallbackSpoolDir`: where a
+   * large member is spooled when the spool directory cannot take it (full while the WARC
+   * directory is not: issue #26); the spool file is unlinked at once, so it never shows there.
+   */
+  constructor(version: WarcVersion, enc: EncodeOptions, concurrency?: number, fallbackSpoolDir?: string) {
     this.#version = version;
     this.#enc = enc;
     this.#slots = semaphore(concurrency ?? Math.max(1, Math.min(4, availableParallelism())));
+    this.#fallbackSpoolDir = fallbackSpoolDir;
   }
 
   /**
@@ -57,11 +66,22 @@ export class GroupEncoder {
   }
 
   async encode(group: RecordDraft[], warcinfoId: string): Promise<EncodedGroup> {
+    try {
+      return await this.#encodeWith(group, warcinfoId, this.#enc);
+    } catch (e) {
+      // A system error is the spool directory's (full, read-only): a ProxyError is the source's.
+      const fallback = this.#fallbackSpoolDir;
+      if (isProxyError(e) || fallback === undefined || fallback === this.#enc.spoolDir) throw e;
+      return this.#encodeWith(group, warcinfoId, { ...this.#enc, spoolDir: fallback });
+    }
+  }
+
+  async #encodeWith(group: RecordDraft[], warcinfoId: string, enc: EncodeOptions): Promise<EncodedGroup> {
     const records: EncodedRecord[] = [];
     try {
       for (const d of group) {
         if (d.type === "warcinfo") throw new ProxyError("ERR_INTERNAL", "a group must not hold a warcinfo record: each file's own is written by the writer");
-        records.push(await encodeRecord(serializeHeader(d, { version: this.#version, warcinfoId }), d.block, this.#enc));
+        records.push(await encodeRecord(serializeHeader(d, { version: this.#version, warcinfoId }), d.block, enc));
       }
     } catch (e) {
       await Promise.all(records.map((r) => r.dispose()));

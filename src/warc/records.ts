@@ -61,7 +61,7 @@ export function buildRequest(
   id: string,
   concurrentTo: string,
   meta: CaptureMeta,
-  http: HttpBlock,
+  http: HttpBlock & { truncated?: string | null },
   version: WarcVersion,
 ): RecordDraft {
   const fields: Array<[string, string]> = [
@@ -71,8 +71,10 @@ export function buildRequest(
     ["WARC-Target-URI", meta.targetUri],
     ["WARC-Concurrent-To", concurrentTo],
     ...common(meta),
-    ["WARC-Block-Digest", http.blockDigest],
   ];
+  // A request body cut short by its spool (issue #26) says so, as a response would.
+  if (http.truncated) fields.push(["WARC-Truncated", http.truncated]);
+  fields.push(["WARC-Block-Digest", http.blockDigest]);
   if (http.payloadDigest) fields.push(["WARC-Payload-Digest", http.payloadDigest]);
   fields.push(["Content-Type", "application/http;msgtype=request"]);
   return { type: "request", id, fields, block: blockOf(http) };

@@ -48,14 +48,23 @@ export interface WrittenRecord {
 export interface WriterState {
   failed: ProxyError | null;
   currentFile: string | null;
+  /** Failed writes wait and are tried again (rollover durability) rather than rejected. */
+  holdsFailedWrites: boolean;
+  /** The writes waiting for a writer that cannot write (memory + spool bytes of their records). */
+  waiting: { captures: number; bytes: number; since: number | null };
   filesWritten: string[];
   recordsWritten: number;
   bytesWritten: number;
 }
 
+export interface WriteOptions {
+  /** Called once if the write has to wait because the writer cannot write (it is retried later). */
+  onHeld?: () => void;
+}
+
 export interface WarcWriter {
   /** Append one group (records of one capture) contiguously. Resolves only once written. */
-  write(group: RecordDraft[]): Promise<WrittenRecord[]>;
+  write(group: RecordDraft[], o?: WriteOptions): Promise<WrittenRecord[]>;
   /** While failed: try a small write + fsync in the directory; true (and healthy again) if it worked. */
   probe(): Promise<boolean>;
   /** Close the current file (if any) and rename it to its final name; the next write opens a new one. */

@@ -16,7 +16,7 @@
  */
 import type { WarcproxMeta } from "./warcproxMeta.js";
 import { normalizeHost } from "./urlcanon.js";
-import { StatsRegistry, type BucketStats, type CaptureOutcome, type StatsCounter, type StatsSub } from "./stats.js";
+import { StatsRegistry, emptyBucket, type BucketStats, type CaptureOutcome, type StatsCounter, type StatsSub } from "./stats.js";
 
 /** A rule answer (420, 430, 403): status line, headers in this order, body. */
 export interface RuleAnswer {
@@ -45,15 +45,15 @@ function escapeNonAscii(s: string): string {
 
 /** Build a rule answer with §2's three headers in order (Content-Type, Connection, Content-Length, Warcprox-Meta). */
 export function ruleAnswer(status: number, reason: string, warcproxMeta: unknown, body: string): RuleAnswer {
+  return plainAnswer(status, reason, body, ["Warcprox-Meta", asciiJson(warcproxMeta)]);
+}
+
+/** A text/plain answer that closes the connection, with one header of its own last. */
+function plainAnswer(status: number, reason: string, body: string, last: [string, string]): RuleAnswer {
   return {
     status,
     reason,
-    headers: [
-      ["Content-Type", "text/plain;charset=utf-8"],
-      ["Connection", "close"],
-      ["Content-Length", String(Buffer.byteLength(body, "utf8"))],
-      ["Warcprox-Meta", asciiJson(warcproxMeta)],
-    ],
+    headers: [["Content-Type", "text/plain;charset=utf-8"], ["Connection", "close"], ["Content-Length", String(Buffer.byteLength(body, "utf8"))], last],
     body,
   };
 }
@@ -112,21 +112,57 @@ export interface Admitted {
 export interface Refused {
   ok: false;
   answer: RuleAnswer;
-  /** Which limit answered. */
-  limit: { key: string; value: number; soft: boolean };
+  /** Which limit answered; null when the limits could not be checked (the shared store is away: 503). */
+  limit: { key: string; value: number; soft: boolean } | null;
 }
 
 export type AdmitResult = Admitted | Refused;
 
-interface ActiveLimit {
+/** A limit that applies to this request. */
+export interface ActiveLimit {
   k: LimitKey;
   value: number;
   soft: boolean;
 }
 
-type Verdict = { kind: "admit" } | { kind: "answer"; limit: ActiveLimit } | { kind: "wait"; limit: ActiveLimit };
+export type Verdict = { kind: "admit" } | { kind: "answer"; limit: ActiveLimit } | { kind: "wait"; limit: ActiveLimit };
 
-const DEFAULT_WAIT_MS = 60_000;
+/** What an in-flight capture may still add to (see AdmitOptions). */
+export interface AdmissionScope {
+  mayBeNew: boolean;
+  mayBeRevisit: boolean;
+}
+
+/** The counts a verdict reads: C (committed) and R (in-flight reservations) of §2. */
+export interface LimitCounts {
+  value(bucket: string, sub: StatsSub, counter: StatsCounter): number;
+  reserved(bucket: string, sub: StatsSub): number;
+}
+
+export const DEFAULT_WAIT_MS = 60_000;
+
+/** The scope of a capture with this header, unless the caller says otherwise. */
+export function admissionScope(meta: WarcproxMeta | null, opts: AdmitOptions): AdmissionScope {
+  return { mayBeNew: opts.mayBeNew ?? !meta?.noArchive, mayBeRevisit: opts.mayBeRevisit ?? !meta?.noArchive };
+}
+
+/**
+ * The verdict on `limits` (in enforcement order) given the counts: C ≥ N answers; C + R < N
+ * passes; otherwise wait, or answer when `pessimistic` (the wait timed out).
+ */
+export function judge(limits: readonly ActiveLimit[], scope: AdmissionScope, counts: LimitCounts, pessimistic: boolean): Verdict {
+  for (const l of limits) {
+    const { bucket, sub, counter } = l.k;
+    const c = counts.value(bucket, sub, counter);
+    if (c >= l.value) return { kind: "answer", limit: l };
+    if (counter === "wire_bytes") continue;
+    const contributes = sub === "total" || (sub === "new" ? scope.mayBeNew : scope.mayBeRevisit);
+    if (!contributes) continue;
+    if (c + counts.reserved(bucket, sub) < l.value) continue;
+    return pessimistic ? { kind: "answer", limit: l } : { kind: "wait", limit: l };
+  }
+  return { kind: "admit" };
+}
 
 /**
  * Decide whether a capture of `url` may go ahead (hard limits, then soft). On `ok: true` the
@@ -134,27 +170,14 @@ const DEFAULT_WAIT_MS = 60_000;
  */
 export function admit(stats: StatsRegistry, meta: WarcproxMeta | null, url: string, opts: AdmitOptions = {}): Promise<AdmitResult> {
   const buckets = stats.bucketsOf(meta, url);
-  const mayBeNew = opts.mayBeNew ?? !meta?.noArchive;
-  const mayBeRevisit = opts.mayBeRevisit ?? !meta?.noArchive;
+  const scope = admissionScope(meta, opts);
   const limits = activeLimits(meta, buckets);
 
-  const evaluate = (pessimistic: boolean): Verdict => {
-    for (const l of limits) {
-      const { bucket, sub, counter } = l.k;
-      const c = stats.value(bucket, sub, counter);
-      if (c >= l.value) return { kind: "answer", limit: l };
-      if (counter === "wire_bytes") continue;
-      const contributes = sub === "total" || (sub === "new" ? mayBeNew : mayBeRevisit);
-      if (!contributes) continue;
-      if (c + stats.reserved(bucket, sub) < l.value) continue;
-      return pessimistic ? { kind: "answer", limit: l } : { kind: "wait", limit: l };
-    }
-    return { kind: "admit" };
-  };
+  const evaluate = (pessimistic: boolean): Verdict => judge(limits, scope, stats, pessimistic);
 
   const conclude = (v: Verdict): AdmitResult => {
-    if (v.kind === "answer") return refuse(stats, v.limit);
-    const r = stats.reserve(buckets, { mayBeNew, mayBeRevisit });
+    if (v.kind === "answer") return refusal(stats.get(v.limit.k.bucket), v.limit);
+    const r = stats.reserve(buckets, scope);
     return { ok: true, buckets, release: (outcome) => r.settle(outcome ?? null) };
   };
 
@@ -190,7 +213,7 @@ export function admit(stats: StatsRegistry, meta: WarcproxMeta | null, url: stri
 }
 
 /** The limits that apply to this request, in enforcement order. */
-function activeLimits(meta: WarcproxMeta | null, buckets: readonly string[]): ActiveLimit[] {
+export function activeLimits(meta: WarcproxMeta | null, buckets: readonly string[]): ActiveLimit[] {
   if (!meta) return [];
   const out: ActiveLimit[] = [];
   for (const [list, soft] of [[meta.limits, false], [meta.softLimits, true]] as const) {
@@ -218,12 +241,20 @@ export function limitAnswer(bucketStats: BucketStats, key: string, value: number
   );
 }
 
-function refuse(stats: StatsRegistry, l: ActiveLimit): Refused {
-  const b = stats.get(l.k.bucket) ?? {
-    bucket: l.k.bucket,
-    total: { urls: 0, wire_bytes: 0 },
-    new: { urls: 0, wire_bytes: 0 },
-    revisit: { urls: 0, wire_bytes: 0 },
-  };
+/** The refusal by limit `l`, whose bucket holds `bucketStats` (null: nothing counted yet). */
+export function refusal(bucketStats: BucketStats | null, l: ActiveLimit): Refused {
+  const b = bucketStats ?? emptyBucket(l.k.bucket);
   return { ok: false, answer: limitAnswer(b, l.k.key, l.value, l.soft), limit: { key: l.k.key, value: l.value, soft: l.soft } };
+}
+
+/** Seconds a client is asked to wait (Retry-After) when the shared store is away. */
+export const STORE_AWAY_RETRY_S = 5;
+
+/**
+ * The answer to a request with limits while the shared store that counts them is away: refused
+ * (503) rather than admitted past a limit that cannot be checked. `reason` names the store.
+ */
+export function storeUnavailable(reason: string): Refused {
+  const body = `lathe refuses this request rather than overshoot its Warcprox-Meta limits, which it cannot check now: ${reason}\n`;
+  return { ok: false, answer: plainAnswer(503, "Service Unavailable", body, ["Retry-After", String(STORE_AWAY_RETRY_S)]), limit: null };
 }

@@ -4,12 +4,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { StatsRegistry } from "./stats.js";
+import { errorMessage } from "../core/errors.js";
+import type { StatsStore } from "./statsStore.js";
 
 export interface WarcproxRoutesContext {
-  stats: StatsRegistry;
+  stats: StatsStore;
   /** The `GET /status` document for a request that arrived on `socket`. */
-  status(socket: Socket): Record<string, unknown>;
+  status(socket: Socket): Promise<Record<string, unknown>>;
 }
 
 /** Answers `GET /status` and `GET /lathe/stats/{bucket}`; false for any other request. */
@@ -17,7 +18,10 @@ export function answerWarcproxRoute(ctx: WarcproxRoutesContext, req: IncomingMes
   if (req.method !== "GET") return false;
   if (req.url === "/status") {
     req.resume();
-    sendJson(res, 200, JSON.stringify(ctx.status(req.socket), null, 2));
+    ctx.status(req.socket).then(
+      (doc) => sendJson(res, 200, JSON.stringify(doc, null, 2)),
+      (e) => sendJson(res, 500, JSON.stringify({ error: errorMessage(e) })),
+    );
     return true;
   }
   if (req.url?.startsWith("/lathe/stats/")) {
@@ -29,8 +33,11 @@ export function answerWarcproxRoute(ctx: WarcproxRoutesContext, req: IncomingMes
     } catch {
       name = "";
     }
-    const b = ctx.stats.get(name);
-    sendJson(res, b ? 200 : 404, JSON.stringify(b ?? {}));
+    ctx.stats.bucket(name).then(
+      (b) => sendJson(res, b ? 200 : 404, JSON.stringify(b ?? {})),
+      // The fleet's store is away: say so rather than show a figure that may be wrong.
+      (e) => sendJson(res, 503, JSON.stringify({ error: errorMessage(e) })),
+    );
     return true;
   }
   return false;

@@ -64,15 +64,51 @@ interface InFlight {
 export const ALL_BUCKET = "__all__";
 export const UNSPECIFIED_BUCKET = "__unspecified__";
 
-function emptyBucket(name: string): BucketStats {
+/** A bucket with nothing counted yet. */
+export function emptyBucket(name: string): BucketStats {
   return { bucket: name, total: { urls: 0, wire_bytes: 0 }, new: { urls: 0, wire_bytes: 0 }, revisit: { urls: 0, wire_bytes: 0 } };
 }
+/** Count one completed capture in `b` (§5 `_tally_batch`): `total` always, plus `new` or `revisit` when records were written. */
+export function addOutcome(b: BucketStats, o: CaptureOutcome): void {
+  const bytes = Number.isFinite(o.wireBytes) && o.wireBytes > 0 ? o.wireBytes : 0;
+  b.total.urls += 1;
+  b.total.wire_bytes += bytes;
+  if (o.written) {
+    const sub = o.revisit ? b.revisit : b.new;
+    sub.urls += 1;
+    sub.wire_bytes += bytes;
+  }
+}
+
 const copyBucket = (b: BucketStats): BucketStats => ({
   bucket: b.bucket,
   total: { ...b.total },
   new: { ...b.new },
   revisit: { ...b.revisit },
 });
+
+/** The buckets a capture of `url` with this header counts in (§5), in order, without duplicates. */
+export function bucketsOf(meta: WarcproxMeta | null, url: string): string[] {
+  const out = [ALL_BUCKET];
+  const add = (b: string) => {
+    if (!out.includes(b)) out.push(b);
+  };
+  if (!meta || meta.statsBuckets === undefined) {
+    add(UNSPECIFIED_BUCKET);
+    return out;
+  }
+  let host: string | undefined;
+  for (const sb of meta.statsBuckets) {
+    add(sb.bucket);
+    if (sb.tallyDomains.length === 0) continue;
+    host ??= safeHost(url);
+    for (const d of sb.tallyDomains) {
+      const domain = normalizeHost(d);
+      if (hostMatchesDomain(host, domain)) add(`${sb.bucket}:${domain}`);
+    }
+  }
+  return out;
+}
 
 export class StatsRegistry {
   private readonly data = new Map<string, BucketStats>();
@@ -84,25 +120,7 @@ export class StatsRegistry {
 
   /** The buckets a capture of `url` with this header counts in (§5), in order, without duplicates. */
   bucketsOf(meta: WarcproxMeta | null, url: string): string[] {
-    const out = [ALL_BUCKET];
-    const add = (b: string) => {
-      if (!out.includes(b)) out.push(b);
-    };
-    if (!meta || meta.statsBuckets === undefined) {
-      add(UNSPECIFIED_BUCKET);
-      return out;
-    }
-    let host: string | undefined;
-    for (const sb of meta.statsBuckets) {
-      add(sb.bucket);
-      if (sb.tallyDomains.length === 0) continue;
-      host ??= safeHost(url);
-      for (const d of sb.tallyDomains) {
-        const domain = normalizeHost(d);
-        if (hostMatchesDomain(host, domain)) add(`${sb.bucket}:${domain}`);
-      }
-    }
-    return out;
+    return bucketsOf(meta, url);
   }
 
   /**
@@ -192,17 +210,10 @@ export class StatsRegistry {
   }
 
   private commit(buckets: readonly string[], o: CaptureOutcome): void {
-    const bytes = Number.isFinite(o.wireBytes) && o.wireBytes > 0 ? o.wireBytes : 0;
     for (const name of new Set(buckets)) {
       let b = this.data.get(name);
       if (!b) this.data.set(name, (b = emptyBucket(name)));
-      b.total.urls += 1;
-      b.total.wire_bytes += bytes;
-      if (o.written) {
-        const sub = o.revisit ? b.revisit : b.new;
-        sub.urls += 1;
-        sub.wire_bytes += bytes;
-      }
+      addOutcome(b, o);
     }
   }
 

@@ -21,8 +21,8 @@ import type { IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { Archiver } from "../archive/pipeline.js";
 import type { CrawlLog } from "./crawlLog.js";
-import type { StatsRegistry } from "./stats.js";
-import { type Admitted, type RuleAnswer, admit } from "./limits.js";
+import type { StatsStore } from "./statsStore.js";
+import type { Admitted, RuleAnswer } from "./limits.js";
 import { blockAnswer, matchBlock } from "./blocks.js";
 
 const METHODS = ["WARCPROX_WRITE_RECORD ", "PUTMETA "];
@@ -50,7 +50,7 @@ export interface WriteRecordContext {
   clock: Clock;
   ids: IdSource;
   log: Logger;
-  stats: StatsRegistry;
+  stats: StatsStore;
   crawlLog: CrawlLog | null;
   /** Why captures cannot be written right now, or null when the writer is healthy. */
   writerFailure(): ProxyError | null;
@@ -164,7 +164,7 @@ class PushReceiver {
   #admit(push: PushRequest, rest: Buffer): void {
     const socket = this.#socket;
     socket.pause();
-    void admit(this.#ctx.stats, push.meta, push.uri, { mayBeRevisit: false, mayBeNew: !push.meta?.noArchive }).then((a) => {
+    void this.#ctx.stats.admit(push.meta, push.uri, { mayBeRevisit: false, mayBeNew: !push.meta?.noArchive }).then((a) => {
       if (!a.ok) {
         this.#stopTimer();
         return answerRule(socket, a.answer);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawn, execFile } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, writeFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,28 +7,9 @@ import { promisify } from "node:util";
 import { startHttpOrigin } from "../helpers/origin.js";
 import { viaProxy } from "../helpers/client.js";
 import { captureOf, readAllWarcs } from "../helpers/warcs.js";
+import { BIN, startServe } from "../helpers/serve.js";
 
 const run = promisify(execFile);
-const BIN = new URL("../../bin/lathe.js", import.meta.url).pathname;
-
-function startServe(args: string[]): Promise<{ proc: ReturnType<typeof spawn>; out: () => string; proxyUrl: string }> {
-  const proc = spawn(process.execPath, [BIN, "serve", "--control-port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  proc.stdout!.on("data", (d) => (out += d));
-  proc.stderr!.on("data", (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`lathe serve did not start: ${out}`)), 20000);
-    proc.stdout!.on("data", () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m && /WARC directory: /.test(out)) {
-        clearTimeout(t);
-        resolve({ proc, out: () => out, proxyUrl: m[1]! });
-      }
-    });
-    proc.on("exit", (code) => reject(new Error(`lathe serve exited ${code}: ${out}`)));
-  });
-}
-
 describe("lathe serve (the real command)", () => {
   it("prints the proxy address, CA path and WARC dir, records, and closes files on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lathe-cli-warcs-"));

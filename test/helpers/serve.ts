@@ -1,6 +1,7 @@
 /**
- * `lathe serve` as a child process (the real command, from dist/ via bin/lathe.js): started on
- * ephemeral ports, resolved once it prints its proxy address (and control URL, when enabled).
+ * `lathe serve` as a child process (the real command, from dist/ via bin/lathe.js; needs dist/,
+ * built by npm run build): the control API on an ephemeral port unless `args` say otherwise,
+ * resolved once it prints its proxy address (and control URL, when enabled).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 
@@ -17,8 +18,11 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
+export type Served = ServeProcess;
+
 export function startServe(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
-  const proc = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  const control = args.some((a) => a.startsWith("--control-port")) ? [] : ["--control-port", "0"];
+  const proc = spawn(process.execPath, [BIN, "serve", ...control, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let out = "";
   const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
   const stop = async () => {

@@ -49,9 +49,9 @@ async function open(instanceId: string): Promise<SharedDatabase> {
 const identity = (id: string, port = 8000): InstanceIdentity => ({ id, hostname: "host-" + id, pid: 1000 + port, proxy: `127.0.0.1:${port}`, control: `http://127.0.0.1:${port + 1}`, version: "0.1.0-test" });
 
 /** A registry for `id` on its own connection pool, with a load the test sets. */
-async function registry(id: string, load: InstanceLoad = { inFlight: 0, capturesPerSec: 0 }, port = 8000): Promise<{ reg: InstanceRegistry; db: SharedDatabase; load: InstanceLoad }> {
+async function registry(id: string, load: InstanceLoad = { inFlight: 0, capturesPerSec: 0 }, port = 8000, heartbeatMs = HEARTBEAT_MS): Promise<{ reg: InstanceRegistry; db: SharedDatabase; load: InstanceLoad }> {
   const db = await open(id);
-  const reg = new InstanceRegistry(db, identity(id, port), { heartbeatMs: HEARTBEAT_MS, log, load: () => load });
+  const reg = new InstanceRegistry(db, identity(id, port), { heartbeatMs, log, load: () => load });
   registries.push(reg);
   return { reg, db, load };
 }
@@ -134,7 +134,10 @@ describe("registration", () => {
 
 describe("heartbeats", () => {
   it("drop instances silent for 3 of their intervals, with their claims and reservations; live ones and fresh orphans stay", async () => {
-    const { reg } = await registry("sweeper");
+    // The sweeper's own interval is long, so a slow machine setting up the rows below cannot age
+    // the fresh orphan past its 3 intervals before the beat.
+    const SWEEPER_MS = 2000;
+    const { reg } = await registry("sweeper", undefined, 8000, SWEEPER_MS);
     await reg.start();
     await insertInstance("dead", 3 * HEARTBEAT_MS + 100);
     await insertInstance("alive", 0, 5000);
@@ -144,7 +147,7 @@ describe("heartbeats", () => {
     await claimAndReserve("alive", "r-alive");
     await claimAndReserve("slow", "r-slow");
     // Reservations of an instance that never registered: removed once older than 3 intervals.
-    await claimAndReserve("never-registered", "r-orphan-old", 10 * HEARTBEAT_MS);
+    await claimAndReserve("never-registered", "r-orphan-old", 10 * SWEEPER_MS);
     await claimAndReserve("never-registered-2", "r-orphan-new", 0);
     await reg.beat();
     const ids = (await q<{ id: string }>("SELECT id FROM instances ORDER BY id")).map((r) => r.id);

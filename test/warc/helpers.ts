@@ -14,7 +14,7 @@ import { silentLogger } from "../../src/core/log.js";
 import { digestOf } from "../../src/warc/digest.js";
 import type { BlockPart, RecordDraft, StreamSource, WarcType, WrittenRecord } from "../../src/warc/types.js";
 import type { WarcinfoInfo } from "../../src/warc/warcinfo.js";
-import type { WarcWriterOptions } from "../../src/warc/writer.js";
+import { nodeWriterFs, type WarcFileHandle, type WarcWriterOptions, type WriterFs } from "../../src/warc/writer.js";
 
 /** 2026-12-03T10:45:07.123456Z */
 export const START = BigInt(Date.UTC(2026, 11, 3, 10, 45, 7, 123)) * 1000n + 456n;
@@ -250,4 +250,42 @@ export function noise(n: number, seed = 1): Buffer {
     b[i] = x & 0xff;
   }
   return b;
+}
+
+/** The real file system, with the writes (and fsyncs) to the files it opens going through `hooks`. */
+export function interceptedFs(hooks: { write: (fh: WarcFileHandle, b: Uint8Array, o: number, l: number, pos: number) => Promise<{ bytesWritten: number }>; sync?: (fh: WarcFileHandle) => Promise<void> }): WriterFs {
+  return {
+    ...nodeWriterFs,
+    async open(p, flags, mode) {
+      const fh = await nodeWriterFs.open(p, flags, mode);
+      const h: WarcFileHandle = {
+        write: (b, o, l, pos) => hooks.write(fh, b, o, l, pos),
+        sync: () => (hooks.sync ? hooks.sync(fh) : fh.sync()),
+        truncate: (n) => fh.truncate(n),
+        close: () => fh.close(),
+      };
+      return h;
+    },
+  };
+}
+
+/**
+ * A file system whose WARC files accept only `budget` more bytes, then fail with `code` —
+ * the way a filling disk behaves: the write that crosses the limit lands partly, the next one
+ * fails. Everything else is the real file system.
+ */
+export function limitedFs() {
+  const ctl: { budget: number | null; code: string; failSync: boolean } = { budget: null, code: "ENOSPC", failSync: false };
+  const osError = (code: string) => Object.assign(new Error(`${code}: simulated, write`), { code });
+  const fs = interceptedFs({
+    async write(fh, b, o, l, pos) {
+      if (ctl.budget === null) return fh.write(b, o, l, pos);
+      if (ctl.budget <= 0) throw osError(ctl.code);
+      const n = Math.min(l, ctl.budget);
+      ctl.budget -= n;
+      return fh.write(b, o, n, pos);
+    },
+    sync: (fh) => (ctl.failSync ? Promise.reject(osError("EIO")) : fh.sync()),
+  });
+  return { ctl, fs };
 }

@@ -1,35 +1,25 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createWarcWriter, nodeWriterFs, type WarcFileHandle, type WriterFs } from "../../src/warc/writer.js";
-import { captureGroup, noise, removeTempDirs, tempDir, verifyFile, writerOpts } from "./helpers.js";
+import { createWarcWriter } from "../../src/warc/writer.js";
+import { captureGroup, interceptedFs, noise, removeTempDirs, tempDir, verifyFile, writerOpts } from "./helpers.js";
 
 afterAll(removeTempDirs);
 
 /** The real file system, counting writes to WARC files; write number `failAt` fails with ENOSPC. */
 function countingFs() {
   const ctl = { writes: 0, failAt: 0 };
-  const fs: WriterFs = {
-    ...nodeWriterFs,
-    async open(p, flags, mode) {
-      const fh = await nodeWriterFs.open(p, flags, mode);
-      const h: WarcFileHandle = {
-        async write(b, o, l, pos) {
-          ctl.writes++;
-          if (ctl.writes === ctl.failAt) {
-            // half of it lands, as on a filling disk
-            await fh.write(b, o, Math.floor(l / 2), pos);
-            throw Object.assign(new Error("ENOSPC: simulated, write"), { code: "ENOSPC" });
-          }
-          return fh.write(b, o, l, pos);
-        },
-        sync: () => fh.sync(),
-        truncate: (n) => fh.truncate(n),
-        close: () => fh.close(),
-      };
-      return h;
+  const fs = interceptedFs({
+    async write(fh, b, o, l, pos) {
+      ctl.writes++;
+      if (ctl.writes === ctl.failAt) {
+        // half of it lands, as on a filling disk
+        await fh.write(b, o, Math.floor(l / 2), pos);
+        throw Object.assign(new Error("ENOSPC: simulated, write"), { code: "ENOSPC" });
+      }
+      return fh.write(b, o, l, pos);
     },
-  };
+  });
   return { ctl, fs };
 }
 

@@ -3,40 +3,10 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
 import { scanCompleteRecords } from "../../src/warc/recovery.js";
-import { createWarcWriter, nodeWriterFs, type WarcFileHandle, type WriterFs } from "../../src/warc/writer.js";
-import { captureGroup, listDir, noise, removeTempDirs, tempDir, verifyFile, writerOpts } from "./helpers.js";
+import { createWarcWriter } from "../../src/warc/writer.js";
+import { captureGroup, limitedFs, listDir, noise, removeTempDirs, tempDir, verifyFile, writerOpts } from "./helpers.js";
 
 afterAll(removeTempDirs);
-
-/**
- * A file system whose WARC files accept only `budget` more bytes, then fail with `code` —
- * the way a filling disk behaves: the write that crosses the limit lands partly, the next one
- * fails. Everything else is the real file system.
- */
-function limitedFs() {
-  const ctl: { budget: number | null; code: string; failSync: boolean } = { budget: null, code: "ENOSPC", failSync: false };
-  const osError = (code: string) => Object.assign(new Error(`${code}: simulated, write`), { code });
-  const fs: WriterFs = {
-    ...nodeWriterFs,
-    async open(p, flags, mode) {
-      const fh = await nodeWriterFs.open(p, flags, mode);
-      const h: WarcFileHandle = {
-        async write(b, o, l, pos) {
-          if (ctl.budget === null) return fh.write(b, o, l, pos);
-          if (ctl.budget <= 0) throw osError(ctl.code);
-          const n = Math.min(l, ctl.budget);
-          ctl.budget -= n;
-          return fh.write(b, o, n, pos);
-        },
-        sync: () => (ctl.failSync ? Promise.reject(osError("EIO")) : fh.sync()),
-        truncate: (n) => fh.truncate(n),
-        close: () => fh.close(),
-      };
-      return h;
-    },
-  };
-  return { ctl, fs };
-}
 
 const NAME0 = "lathe-20261203104507123-00000-crawl7.example.org.warc.gz";
 
