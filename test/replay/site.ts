@@ -26,8 +26,6 @@ export interface Site {
   pages: PageExpectation[];
   /** The URL recorded as a revisit of another URL's identical payload, and that other URL. */
   revisit: { url: string; original: string };
-  /** Requests each origin served: method and path. */
-  seen: string[];
   close(): Promise<void>;
 }
 
@@ -123,10 +121,9 @@ function httpRoutes(httpsOrigin: string): Record<string, Route> {
   };
 }
 
-function serve(routes: () => Record<string, Route>, seen: string[], name: string) {
+function serve(routes: () => Record<string, Route>) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0]!;
-    seen.push(`${name} ${req.method} ${path}`);
     const r = routes()[path];
     if (!r) {
       res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
@@ -152,10 +149,9 @@ const NOTE = { selector: ".note", property: "border-left-color", value: "rgb(0, 
 const H1 = { selector: "h1", property: "color", value: "rgb(200, 10, 20)" };
 
 export async function startReplaySite(certs: OriginCerts): Promise<Site> {
-  const seen: string[] = [];
   let secureOrigin = "";
-  const secure = https.createServer({ key: certs.key, cert: certs.cert }, serve(httpsRoutes, seen, "https"));
-  const plain = http.createServer(serve(() => httpRoutes(secureOrigin), seen, "http"));
+  const secure = https.createServer({ key: certs.key, cert: certs.cert }, serve(httpsRoutes));
+  const plain = http.createServer(serve(() => httpRoutes(secureOrigin)));
   const [sp, pp] = [await listen(secure), await listen(plain)];
   secureOrigin = `https://127.0.0.1:${sp}`;
   const plainOrigin = `http://127.0.0.1:${pp}`;
@@ -173,7 +169,6 @@ export async function startReplaySite(certs: OriginCerts): Promise<Site> {
     ports: [sp, pp],
     pages,
     revisit: { url: `${secureOrigin}/img/photo-copy.jpg`, original: `${secureOrigin}/img/photo.jpg` },
-    seen,
     close: async () => {
       await Promise.all([stop(secure), stop(plain)]);
     },
