@@ -70,6 +70,30 @@ function apiIndexRoute(id: string, path: string): RouteDef {
 }
 
 const NAME_PARAM = { name: "name", description: "Collection name.", schema: STR };
+
+/** `GET …/wacz`: a WACZ streamed with its length; made before the answer starts, so every failure is an error answer. */
+function waczRoute(id: string, path: string, summary: string, description: string, param: NonNullable<RouteDef["pathParams"]>[number]): RouteDef {
+  return {
+    id,
+    method: "GET",
+    path,
+    summary,
+    description:
+      description +
+      " The WACZ (1.1.1) holds the WARC files as they are (stored), lathe's CDXJ index of them (compressed: `indexes/index.cdx.gz` and `index.idx`), `pages/pages.jsonl` and `datapackage.json` with every file's SHA-256. It is indexed before the answer starts (which takes a while for a large collection); then it streams, memory flat whatever its size.",
+    tags: ["wacz"],
+    auth: true,
+    pathParams: [param],
+    responses: {
+      200: {
+        description: "The WACZ (`application/wacz`), as an attachment.",
+        content: { "application/wacz": { schema: { type: "string", contentMediaType: "application/wacz" } } },
+        headers: { "Content-Length": { schema: { type: "integer", minimum: 0 } }, "Content-Disposition": { schema: STR } },
+      },
+    },
+    errors: [404, 409, 422],
+  };
+}
 const ID_PARAM = { name: "id", description: "Session id (also its proxy username).", schema: STR };
 
 /** The routes, in document order. */
@@ -133,6 +157,13 @@ export const ROUTES: readonly RouteDef[] = [
     responses: { 204: { description: "Deleted." } },
     errors: [404, 503],
   },
+  waczRoute(
+    "getCollectionWacz",
+    "/api/v1/collections/{name}/wacz",
+    "A collection as a WACZ",
+    "Its closed WARC files (`.open` files still being written are left out; 409 when none is closed yet). Pages: those a crawler declared (screenshots, page info), else the top-level navigations to `text/html` 200 answers, else every `text/html` 200 answer.",
+    NAME_PARAM,
+  ),
   {
     id: "openSession",
     method: "POST",
@@ -177,6 +208,13 @@ export const ROUTES: readonly RouteDef[] = [
     responses: { 200: { description: "The session's summary.", content: json(ref("SessionSummary")) } },
     errors: [404, 503],
   },
+  waczRoute(
+    "getSessionWacz",
+    "/api/v1/sessions/{id}/wacz",
+    "A closed session as a WACZ",
+    "The WARC files holding its records (whole: other captures of its collection written at the same time are in them too); pages captured while it was open. A session still open → 409 (close it first); sessions are remembered across restarts.",
+    ID_PARAM,
+  ),
   {
     id: "writeResource",
     method: "POST",
@@ -269,8 +307,10 @@ const STATUS_TEXT: Record<number, string> = {
   401: "Missing or wrong bearer token.",
   403: "Refused: a cross-site browser request, or an operation the server denies.",
   404: "No such collection or session.",
+  409: "Not possible in the present state: e.g. a session still open, or no closed WARC file yet.",
   413: `JSON body larger than ${JSON_BODY_LIMIT} bytes.`,
   415: "Request body is not application/json.",
+  422: "A WARC file to package is damaged or is not a WARC; the message names the file and offset.",
   500: "Internal error.",
   503: "WARC files cannot be written, or the shared store is unreachable, right now; retry later.",
 };
@@ -349,7 +389,7 @@ export function buildOpenApi(opts: OpenApiOptions): Json {
         " An unknown route answers 404, a known path with another method 405 with `Allow`.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
-    tags: [{ name: "collections" }, { name: "sessions" }, { name: "resources" }, { name: "status" }],
+    tags: [{ name: "collections" }, { name: "sessions" }, { name: "wacz" }, { name: "resources" }, { name: "status" }],
     paths,
     components: {
       schemas,
