@@ -6,6 +6,7 @@ import { caCommand } from "./ca.js";
 import { INDEX_HELP, indexCommand } from "./index.js";
 import { SERVE_HELP, serveCommand } from "./serve.js";
 import { RECORD_HELP, recordCommand } from "./record.js";
+import { WACZ_HELP, waczCommand } from "./wacz.js";
 
 const HELP = `lathe ${VERSION} — archival recording forward proxy
 
@@ -15,7 +16,8 @@ usage:
   lathe index --dedup-db FILE [--bucket NAME] WARC...
   lathe index --cdxj | --cdx11 [--output FILE] WARC...
   lathe index --merge [--output FILE] INDEX...
-  lathe record [URL...] [--collection NAME] [--dir DIR] [--headless] [--urls FILE] ...
+  lathe record [URL...] [--collection NAME] [--dir DIR] [--headless] [--urls FILE] [--wacz FILE] ...
+  lathe wacz --output FILE.wacz (--collection NAME | --session ID | WARC...)
   lathe --version
 
 ${SERVE_HELP}
@@ -25,7 +27,8 @@ lathe ca [options]      print the CA certificate path, SHA-256 fingerprint and S
   --pem            print the CA certificate (PEM) after the summary
 
 ${INDEX_HELP}
-${RECORD_HELP}`;
+${RECORD_HELP}
+${WACZ_HELP}`;
 
 /** The only place that decides the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
@@ -49,6 +52,8 @@ export async function runCli(argv: string[]): Promise<number> {
         return await indexCommand(rest, out);
       case "record":
         return await recordCommand(rest, out);
+      case "wacz":
+        return await waczCommand(rest, out);
       case "--version":
       case "-v":
         out(`${VERSION}\n`);
