@@ -6,6 +6,7 @@
 import { parseArgs } from "node:util";
 import { basename } from "node:path";
 import { errorMessage } from "../core/errors.js";
+import { mallocTrimHelper, startMallocTrimming } from "../core/mallocTrim.js";
 import { writeWaczFile, type WaczSummary } from "../wacz/output.js";
 import type { WaczProgress } from "../wacz/packager.js";
 import type { PageRule } from "../wacz/pages.js";
@@ -30,6 +31,9 @@ export interface WaczIo {
   isTTY: boolean;
   columns: number;
 }
+
+/** How often freed heap goes back to the kernel while packaging (core/mallocTrim). */
+const TRIM_MS = 20;
 
 const PAGE_RULES: Record<PageRule, string> = {
   given: "the pages the recording visited",
@@ -76,7 +80,11 @@ export async function waczCommand(argv: string[], out: (s: string) => void, io: 
 
   const tty = io.isTTY ?? process.stderr.isTTY === true;
   const bar = tty ? new ProgressLine(err, io.columns || process.stderr.columns || 80) : null;
-  const onProgress = bar ? (p: WaczProgress) => bar.show(p.phase === "index" ? "indexing" : "writing ", p.bytesDone, p.bytesTotal, p.bytesDone >= p.bytesTotal) : undefined;
+  const onProgress = bar ? progressOf(bar) : undefined;
+  // The index pass inflates every member into a fresh buffer, and glibc keeps what is freed in
+  // its arenas: on the benchmark's collection the process peaked at 176 MB, 136 MB at the end
+  // (84 MB once trimmed). Trimming every 20 ms while packaging keeps the peak at ~140 MB.
+  const stopTrimming = startMallocTrimming(TRIM_MS, mallocTrimHelper().trimmer);
   try {
     const src = sourceOf(values, positionals);
     for (const f of src.leftOut) err(`lathe wacz: left out ${f}: still being written\n`);
@@ -90,7 +98,23 @@ export async function waczCommand(argv: string[], out: (s: string) => void, io: 
     if (!(e instanceof WaczError)) throw e;
     err(`lathe wacz: ${e.message}\n`);
     return 1;
+  } finally {
+    stopTrimming();
   }
+}
+
+/**
+ * One line for the two things going on at once: the WARCs indexed (a worker thread) and copied
+ * into the package; each pass is the WARCs' size, so the bar is their sum over twice that.
+ */
+function progressOf(bar: ProgressLine): (p: WaczProgress) => void {
+  const seen = { index: { done: 0, total: 0 }, write: { done: 0, total: 0 } };
+  return (p) => {
+    seen[p.phase] = { done: p.bytesDone, total: p.bytesTotal };
+    const total = 2 * Math.max(seen.index.total, seen.write.total);
+    const done = Math.min(seen.index.done, seen.index.total) + Math.min(seen.write.done, seen.write.total);
+    bar.show("packaging", done, total, done >= total);
+  };
 }
 
 function sourceOf(values: Record<string, string | boolean | undefined>, positionals: string[]): PackageSource {

@@ -7,11 +7,11 @@ import { stat } from "node:fs/promises";
 import { basename, dirname, resolve, sep } from "node:path";
 import { errorMessage, systemCode } from "../core/errors.js";
 import { writeFileAtomically } from "../index/build.js";
-import { prepareWacz, type OnWaczProgress, type PreparedWacz, type WaczSpec } from "./packager.js";
+import { writeWacz, type OnWaczProgress, type WaczFacts, type WaczSpec } from "./packager.js";
 import { WaczError } from "./waczError.js";
 import type { ByteSink } from "./zipWriter.js";
 
-export type WaczSummary = Pick<PreparedWacz, "size" | "files" | "lines" | "pages" | "pageRule"> & { path: string };
+export type WaczSummary = WaczFacts & { path: string };
 
 /** Fails before any work when `output` cannot be written: a missing directory, a directory in its place. */
 export async function checkWaczOutput(output: string): Promise<string> {
@@ -26,12 +26,9 @@ export async function checkWaczOutput(output: string): Promise<string> {
 
 export async function writeWaczFile(spec: WaczSpec, output: string, onProgress?: OnWaczProgress): Promise<WaczSummary> {
   const target = await checkWaczOutput(output);
-  let prepared: PreparedWacz | null = null;
   try {
     // The index pass's temporary files go beside the target too: the same disk, not a small /tmp.
-    prepared = await prepareWacz({ ...spec, tmpDir: spec.tmpDir ?? dirname(target) }, onProgress);
-    const p = prepared;
-    await writeFileAtomically(target, async (fh) => {
+    const facts = await writeFileAtomically(target, async (fh) => {
       let pos = 0;
       // Positional writes: chunks may be in flight together (entryCopy's ring), each lands at its place.
       const sink: ByteSink = async (chunk) => {
@@ -43,15 +40,14 @@ export async function writeWaczFile(spec: WaczSpec, output: string, onProgress?:
           at += bytesWritten;
         }
       };
-      await p.write(sink, onProgress);
+      const f = await writeWacz({ ...spec, tmpDir: spec.tmpDir ?? dirname(target) }, sink, onProgress);
       await fh.sync();
+      return f;
     });
+    return { ...facts, path: target };
   } catch (e) {
     throw asWaczError(e, output, target);
-  } finally {
-    await prepared?.dispose();
   }
-  return { path: target, size: prepared.size, files: prepared.files, lines: prepared.lines, pages: prepared.pages, pageRule: prepared.pageRule };
 }
 
 /** A system error (ENOSPC, EACCES, ENOENT…) said as a problem of the output or of an input, by the path it names. */

@@ -163,8 +163,8 @@ describe("lathe wacz", () => {
   it("draws a progress line on a terminal, and clears it", async () => {
     const r = await inProcess(["-o", join(work, "tty.wacz"), ...warcFiles(dir)], true);
     expect(r.code).toBe(0);
-    expect(r.err).toMatch(/\rindexing \[#+-*\] +\d+%/);
-    expect(r.err).toMatch(/\rwriting  \[#+\] 100%/);
+    expect(r.err).toMatch(/\rpackaging \[#*-*\] +\d+%/);
+    expect(r.err).toMatch(/\rpackaging \[#+\] 100%/);
     expect(r.err.endsWith("\r\x1b[K")).toBe(true);
     expect((await inProcess(["-o", join(work, "quiet.wacz"), ...warcFiles(dir)])).err).toBe("");
   });
