@@ -67,10 +67,10 @@ export interface ControlFacade {
   listSessions(): SessionInfo[];
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;
-  /** A collection's closed WARC files as a WACZ. */
-  collectionWacz(name: string): Promise<WaczDownload>;
+  /** A collection's closed WARC files as a WACZ; `signal`: no longer wanted (the client left). */
+  collectionWacz(name: string, signal?: AbortSignal): Promise<WaczDownload>;
   /** A closed session's WARC files as a WACZ (a session still open is refused). */
-  sessionWacz(id: string): Promise<WaczDownload>;
+  sessionWacz(id: string, signal?: AbortSignal): Promise<WaczDownload>;
   writeResource(input: ResourceInput): Promise<WrittenResource>;
   status(): Record<string, unknown>;
   /** Throws ProxyError("ERR_SHARED_UNAVAILABLE") while the shared store is unreachable. */

@@ -18,22 +18,22 @@ export interface WaczFacadeDeps {
   sessions: SessionRegistry;
 }
 
-async function download(src: PackageSource, filename: string): Promise<WaczDownload> {
-  const prepared = await prepareWacz({ files: src.files, pages: src.pages, title: src.title });
+async function download(src: PackageSource, filename: string, signal?: AbortSignal): Promise<WaczDownload> {
+  const prepared = await prepareWacz({ files: src.files, pages: src.pages, title: src.title }, undefined, signal);
   return { prepared, filename, leftOut: src.leftOut };
 }
 
 export function waczFacade(d: WaczFacadeDeps) {
   return {
-    async collectionWacz(name: string): Promise<WaczDownload> {
+    async collectionWacz(name: string, signal?: AbortSignal): Promise<WaczDownload> {
       if (!d.collections.get(name)) throw new ProxyError("ERR_DENIED", `no collection ${JSON.stringify(name)}`);
-      return download(collectionSource(d.warcDir, name), `${name}.wacz`);
+      return download(collectionSource(d.warcDir, name), `${name}.wacz`, signal);
     },
-    async sessionWacz(id: string): Promise<WaczDownload> {
+    async sessionWacz(id: string, signal?: AbortSignal): Promise<WaczDownload> {
       if (d.sessions.get(id)) throw new WaczError("conflict", `session ${id} is still open: close it first (POST /api/v1/sessions/${encodeURIComponent(id)}/close)`);
       const s = d.sessions.logged(id);
       if (!s) throw new ProxyError("ERR_DENIED", `no session ${JSON.stringify(id)}`);
-      return download(sessionSource(d.warcDir, s), `${id}.wacz`);
+      return download(sessionSource(d.warcDir, s), `${id}.wacz`, signal);
     },
   };
 }

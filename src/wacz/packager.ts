@@ -98,10 +98,11 @@ function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, sign
   return startIndexPass({ paths: job.inputs.map((i) => i.path), pages: spec.pages, work: job.work }, progress, signal);
 }
 
-export async function prepareWacz(spec: WaczSpec, onProgress?: OnWaczProgress): Promise<PreparedWacz> {
+/** `signal`: the package is no longer wanted (its index pass stops). */
+export async function prepareWacz(spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<PreparedWacz> {
   const job = await startJob(spec);
   try {
-    const pass = await indexPassOf(job, spec, onProgress);
+    const pass = await indexPassOf(job, spec, onProgress, signal);
     const parts = [...archiveParts(job), ...tailParts(job, pass)];
     const size = zipLength(parts.map((p) => ({ name: p.path, size: p.size })), job.zipOpts);
     let written = false;
