@@ -1,8 +1,8 @@
 /**
  * Entries into the WACZ's ZIP with their SHA-256 (datapackage.json's `hash`): each buffer read
  * once, hashed, CRC'd (ZipWriter.data) and handed on, so every byte is read from disk once. A
- * small ring of buffers lets the next read run while the sink still holds the previous chunks;
- * memory is the ring whatever the file's size.
+ * small ring of buffers (copyRing, one per package) lets the next read run while the sink still
+ * holds the previous chunks; memory is the ring whatever the files' sizes.
  */
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
@@ -10,6 +10,11 @@ import type { ZipWriter } from "./zipWriter.js";
 
 const CHUNK = 1024 * 1024;
 const RING = 4;
+
+/** The buffers one package's copies go through, one after the other (allocated once, not per file). */
+export function copyRing(): Buffer[] {
+  return Array.from({ length: RING }, () => Buffer.allocUnsafe(CHUNK));
+}
 
 /** `sha256:<hex>`, as datapackage.json writes hashes. */
 export type Sha256 = string;
@@ -21,10 +26,9 @@ export type OnBytes = (n: number) => void;
  * Copy the file at `path` (exactly `size` bytes: a file that grew or shrank since it was sized
  * is an error, not a silently different package) into the current entry of `zip`.
  */
-export async function copyFileEntry(zip: ZipWriter, name: string, path: string, size: number, mtime: Date, onBytes?: OnBytes): Promise<Sha256> {
+export async function copyFileEntry(zip: ZipWriter, ring: Buffer[], name: string, path: string, size: number, mtime: Date, onBytes?: OnBytes): Promise<Sha256> {
   const fh = await open(path, "r");
   const hash = createHash("sha256");
-  const ring = Array.from({ length: RING }, () => Buffer.allocUnsafe(CHUNK));
   const inFlight: Array<Promise<void> | null> = new Array(RING).fill(null);
   let failure: unknown = null;
   try {
@@ -35,7 +39,7 @@ export async function copyFileEntry(zip: ZipWriter, name: string, path: string, 
       await inFlight[slot]; // this buffer is free once the sink is done with it
       if (failure) throw failure;
       const buf = ring[slot]!;
-      const { bytesRead } = await fh.read(buf, 0, Math.min(CHUNK, size - pos), pos);
+      const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - pos), pos);
       if (bytesRead === 0) throw new Error(`${path} shrank while it was being packaged (${pos} of ${size} bytes)`);
       const chunk = buf.subarray(0, bytesRead);
       hash.update(chunk);

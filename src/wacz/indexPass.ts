@@ -30,8 +30,8 @@ export interface IndexPassResult {
 
 export type OnIndexProgress = (bytesDone: number, bytesTotal: number) => void;
 
-/** Sorted-run memory: about 16 M characters of lines before a run goes to disk. */
-const SORT_MEMORY_CHARS = 16 * 1024 * 1024;
+/** Sorted-run memory: about 4 M characters of lines before a run goes to disk. */
+const SORT_MEMORY_CHARS = 4 * 1024 * 1024;
 /** Damage reports named in the error (the rest are counted). */
 const LISTED_PROBLEMS = 5;
 

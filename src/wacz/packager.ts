@@ -21,7 +21,7 @@ import { basename, join } from "node:path";
 import { VERSION } from "../core/version.js";
 import { CDX_GZ_NAME } from "./compressedIndex.js";
 import { datapackageDigestJson, datapackageJson, HASH_PLACEHOLDER, type PackageMeta, type Resource } from "./datapackage.js";
-import { bufferEntry, copyFileEntry, type Sha256 } from "./entryCopy.js";
+import { bufferEntry, copyFileEntry, copyRing, type Sha256 } from "./entryCopy.js";
 import type { IndexPassResult } from "./indexPass.js";
 import { startIndexPass } from "./indexThread.js";
 import { checkWarcInputs, type WarcInput } from "./inputs.js";
@@ -83,6 +83,8 @@ interface Job {
   zipOpts: { forceZip64: boolean };
   /** datapackage.json's resources, filled as the entries are written. */
   resources: Resource[];
+  /** The buffers every file entry is copied through. */
+  ring: Buffer[];
 }
 
 async function startJob(spec: WaczSpec): Promise<Job> {
@@ -90,7 +92,7 @@ async function startJob(spec: WaczSpec): Promise<Job> {
   const work = await mkdtemp(join(spec.tmpDir ?? tmpdir(), ".lathe-wacz-"));
   const created = new Date();
   const meta: PackageMeta = { title: spec.title, ...(spec.description !== undefined ? { description: spec.description } : {}), created: created.toISOString(), software: `lathe ${VERSION}` };
-  return { inputs, work, meta, created, zipOpts: { forceZip64: spec.forceZip64 === true }, resources: [] };
+  return { inputs, work, meta, created, zipOpts: { forceZip64: spec.forceZip64 === true }, resources: [], ring: copyRing() };
 }
 
 function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<IndexPassResult> {
@@ -167,7 +169,7 @@ function listed(job: Job, path: string, size: number, put: Part["put"]): Part {
 }
 
 function archiveParts(job: Job): Part[] {
-  return job.inputs.map((f) => listed(job, `archive/${f.name}`, f.size, (zip, tick) => copyFileEntry(zip, `archive/${f.name}`, f.path, f.size, f.mtime, tick)));
+  return job.inputs.map((f) => listed(job, `archive/${f.name}`, f.size, (zip, tick) => copyFileEntry(zip, job.ring, `archive/${f.name}`, f.path, f.size, f.mtime, tick)));
 }
 
 /** After the WARCs: the index, the pages, then the manifest and its digest. */
@@ -176,7 +178,7 @@ function tailParts(job: Job, pass: IndexPassResult): Part[] {
   const { created, meta } = job;
   const pages = pagesJsonl(pass.pages);
   const parts: Part[] = [
-    listed(job, `indexes/${CDX_GZ_NAME}`, index.cdxBytes, (zip, tick) => copyFileEntry(zip, `indexes/${CDX_GZ_NAME}`, pass.cdxPath, index.cdxBytes, created, tick)),
+    listed(job, `indexes/${CDX_GZ_NAME}`, index.cdxBytes, (zip, tick) => copyFileEntry(zip, job.ring, `indexes/${CDX_GZ_NAME}`, pass.cdxPath, index.cdxBytes, created, tick)),
     listed(job, "indexes/index.idx", index.idx.length, (zip) => bufferEntry(zip, "indexes/index.idx", index.idx, created)),
     listed(job, "pages/pages.jsonl", pages.length, (zip) => bufferEntry(zip, "pages/pages.jsonl", pages, created)),
   ];
