@@ -3,7 +3,8 @@
  * second core while this one copies them into the ZIP, and a `lathe serve` answering a WACZ
  * download keeps its event loop for the proxy. The worker's young generation is small, so the
  * reader's short-lived inflate buffers are freed at once rather than piling up to V8's external
- * memory limit (the `lathe wacz` process stays under 150 MB).
+ * memory limit. (Capping its old generation too kept the peak lower but doubled the CPU the
+ * pass takes, in garbage collections: not done.)
  *
  * The worker runs the compiled file (dist/wacz/indexWorker.js, found from here in src/ or dist/
  * alike); without a build the pass runs in this thread.
