@@ -2,7 +2,8 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../core/log.js";
-import { CollectionRegistry } from "../archive/collections.js";
+import { CollectionRegistry, STATE_FILE } from "../archive/collections.js";
+import { SessionLog } from "../archive/sessionLog.js";
 import { SessionRegistry } from "../archive/sessions.js";
 import { CdxService } from "../index/service.js";
 
@@ -14,8 +15,9 @@ export interface CollectionsAndIndex {
 }
 
 export async function openCollectionsAndIndex(config: Config, warcDir: string, log: Logger): Promise<CollectionsAndIndex> {
-  const collections = new CollectionRegistry(join(warcDir, "lathe-state.sqlite3"), config);
-  const sessions = new SessionRegistry();
+  const state = join(warcDir, STATE_FILE);
+  const collections = new CollectionRegistry(state, config);
+  const sessions = new SessionRegistry(new SessionLog(state));
   const cdx = new CdxService({ warcDir, log, collections: () => collections.list().map((c) => c.name) });
   await cdx.start();
   return { collections, sessions, cdx };

@@ -1,4 +1,5 @@
 /** The ControlFacade the REST API drives: collections, sessions (each on its own port), resources, status and metrics. */
+import { resolve } from "node:path";
 import type { Config } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
 import type { IdSource } from "../core/ids.js";
@@ -28,6 +29,7 @@ export function buildControlFacade(d: ControlFacadeDeps): ControlFacade {
   return createFacade({
     version: VERSION,
     config: d.config,
+    warcDir: resolve(d.config.warc.dir),
     collections: d.collections,
     sessions: d.sessions,
     writers: d.pipeline.writerRegistry,

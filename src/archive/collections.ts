@@ -4,6 +4,7 @@
  * persist across restarts in `lathe-state.sqlite3` in the WARC directory; `default` always
  * exists and takes its settings from the configuration.
  */
+import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { ProxyError } from "../core/errors.js";
 import type { Config } from "../config/schema.js";
@@ -31,6 +32,8 @@ export interface CollectionInput {
 }
 
 export const COLLECTION_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** The state database in the WARC directory: collections (here) and sessions (sessionLog.ts). */
+export const STATE_FILE = "lathe-state.sqlite3";
 const PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIXED = new Set(["software", "format", "conformsTo", "hostname", "ip", "operator", "description", "isPartOf", "robots", "http-header-user-agent", "http-header-from"]);
@@ -118,6 +121,23 @@ export function defaultCollection(config: Config): Collection {
     warcVersion: config.warc.version,
     gzip: config.warc.gzip,
   };
+}
+
+/**
+ * The collections a WARC directory's state database names (read-only, for commands that run
+ * beside or after a lathe: `lathe wacz`); `default` always exists.
+ */
+export function storedCollectionNames(path: string): string[] {
+  const names = new Set(["default"]);
+  if (!existsSync(path)) return [...names];
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collections'").get();
+    if (has) for (const r of db.prepare("SELECT name FROM collections").all() as Array<{ name: string }>) names.add(r.name);
+  } finally {
+    db.close();
+  }
+  return [...names].sort();
 }
 
 export type CollectionEvent = { kind: "created" | "updated" | "deleted"; before: Collection | null; after: Collection | null };

@@ -4,6 +4,7 @@
  * password = a random token returned once). Sessions end at shutdown and are not restored.
  */
 import { randomBytes, timingSafeEqual, createHash } from "node:crypto";
+import type { SessionLog } from "./sessionLog.js";
 
 export interface SessionCounters {
   captures: number;
@@ -66,6 +67,12 @@ const hash = (p: string) => createHash("sha256").update(p).digest();
 
 export class SessionRegistry {
   readonly #byId = new Map<string, Session>();
+  readonly #log: SessionLog | null;
+
+  /** `log`: where summaries are kept once a session is gone (its WACZ needs its files). */
+  constructor(log: SessionLog | null = null) {
+    this.#log = log;
+  }
 
   /** A new session; the password is returned here only. */
   create(collection: string, host: string, options: SessionOptions = {}): { session: Session; password: string } {
@@ -85,6 +92,7 @@ export class SessionRegistry {
       options,
     };
     this.#byId.set(id, session);
+    this.#remember(summaryOf(session));
     return { session, password };
   }
 
@@ -96,8 +104,23 @@ export class SessionRegistry {
     return [...this.#byId.values()];
   }
 
-  remove(id: string): void {
+  /** Forget a session; `closed`, its final summary, is kept in the log. */
+  remove(id: string, closed?: SessionSummary): void {
     this.#byId.delete(id);
+    if (closed) this.#remember(closed);
+  }
+
+  /** The last summary kept of a session no longer open (or of one still open: closedAt null). */
+  logged(id: string): SessionSummary | null {
+    return this.#log?.get(id) ?? null;
+  }
+
+  #remember(s: SessionSummary): void {
+    try {
+      this.#log?.record(s);
+    } catch {
+      // Best effort: recording goes on without it; only a later WACZ of this session is lost.
+    }
   }
 
   /**

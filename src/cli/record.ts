@@ -12,6 +12,9 @@ import { COLLECTION_NAME } from "../archive/collections.js";
 import { DEFAULT_BROWSER } from "../record/browser.js";
 import { type RecordResult, runRecording } from "../record/recorder.js";
 import { checkUrl, readUrlFile } from "../record/urls.js";
+import { checkWaczOutput, writeWaczFile } from "../wacz/output.js";
+import { WaczError } from "../wacz/waczError.js";
+import { formatWaczSummary } from "./wacz.js";
 
 export const RECORD_HELP = `lathe record [URL...] [options]
                         record pages in a fresh Chromium (its own lathe, its own session)
@@ -30,6 +33,8 @@ export const RECORD_HELP = `lathe record [URL...] [options]
                    session's own port)
   --control-port P  REST control API port (default -1: off)
   --config FILE    settings file (default ./proxy.config.json); flags override it
+  --wacz FILE      also package the session as a WACZ (its WARC files, index, the pages
+                   visited with their titles) once it ends
   --verbose        lathe's log lines (info) on stderr; default warnings only
   Without --headless the browser stays open until you close it or press Ctrl-C.
 `;
@@ -102,6 +107,7 @@ export async function recordCommand(argv: string[], out: (s: string) => void, er
       "control-port": { type: "string" },
       config: { type: "string" },
       verbose: { type: "boolean" },
+      wacz: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -121,6 +127,7 @@ export async function recordCommand(argv: string[], out: (s: string) => void, er
   const pageTimeoutMs = intFlag("timeout", values.timeout, 1, 3_600_000) ?? 60_000;
   const port = intFlag("port", values.port, 0, 65535);
   const controlPort = intFlag("control-port", values["control-port"], -1, 65535);
+  const wacz = values.wacz === undefined ? null : await waczTarget(values.wacz);
 
   const config = loadConfig(values.config, {
     proxy: { port: port ?? 0 },
@@ -166,9 +173,39 @@ export async function recordCommand(argv: string[], out: (s: string) => void, er
     process.off("SIGTERM", onSignal);
   }
   out(formatSummary(result));
-  if (!headless) return 0;
+  const packaged = wacz === null || (await packageRecording(result, wacz, out, err));
+  if (!headless) return packaged ? 0 : 1;
+  if (!packaged) return 1;
   if (result.interrupted) return 130;
   const all = result.pages.length === urls.length && result.pages.every((p) => p.ok);
   if (!all) err(`lathe record: ${result.pages.filter((p) => !p.ok).length} of ${urls.length} pages were not recorded\n`);
   return all ? 0 : 1;
+}
+
+/** `--wacz FILE`, checked before the recording starts: a .wacz name in a directory that exists. */
+async function waczTarget(path: string): Promise<string> {
+  if (!path.endsWith(".wacz")) throw new ProxyError("ERR_CONFIG", `--wacz must name a .wacz file, got ${JSON.stringify(path)}`);
+  try {
+    return await checkWaczOutput(path);
+  } catch (e) {
+    throw new ProxyError("ERR_CONFIG", `--wacz: ${(e as Error).message}`);
+  }
+}
+
+/** The session's WARC files and visited pages as a WACZ; false (said on stderr) when it could not be written. */
+async function packageRecording(r: RecordResult, path: string, out: (s: string) => void, err: (s: string) => void): Promise<boolean> {
+  if (r.files.length === 0) {
+    err("lathe record: nothing was recorded: no WACZ written\n");
+    return false;
+  }
+  const pages = r.pages.map((p) => ({ url: p.finalUrl ?? p.url, title: p.title, recordId: p.pageRecordId }));
+  try {
+    const s = await writeWaczFile({ files: r.files.map((f) => join(r.warcDir, f)), pages: { kind: "given", pages }, title: `lathe record: session ${r.sessionId} (collection ${r.collection})` }, path);
+    out(formatWaczSummary(s));
+    return true;
+  } catch (e) {
+    if (!(e instanceof WaczError)) throw e;
+    err(`lathe record: the WACZ was not written: ${e.message}\n`);
+    return false;
+  }
 }

@@ -18,7 +18,7 @@ import type { ControlFacade } from "./facade.js";
 import { HANDLERS } from "./handlers.js";
 import { closeGracefully, createHttpServer, listenOn } from "./httpShell.js";
 import { buildOpenApi } from "./openapi.js";
-import { send } from "./reply.js";
+import { send, sendStream } from "./reply.js";
 import { readJson } from "./requestBody.js";
 import type { ExtraRoute } from "./routeTypes.js";
 import { type RouteHit, checkQuery, compileRoutes, decodeParams, findRoute, requestTarget } from "./routing.js";
@@ -93,5 +93,6 @@ async function answer(facade: ControlFacade, hit: RouteHit, c: PendingRequest): 
   checkQuery(def, query);
   const body = def.body?.kind === "json" ? await readJson(req, def.body.optional) : undefined;
   const reply = await HANDLERS[def.id]!(facade, { req, res, params, query, body, openapi: c.openapi, openapiText: c.openapiText });
-  send(req, res, reply);
+  if (reply.stream) await sendStream(res, { ...reply, stream: reply.stream });
+  else send(req, res, reply);
 }

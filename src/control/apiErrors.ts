@@ -5,6 +5,7 @@
  */
 import { InputError } from "../archive/collections.js";
 import { isProxyError } from "../core/errors.js";
+import { WaczError } from "../wacz/waczError.js";
 
 export type ApiErrorCode =
   | "ERR_BAD_REQUEST"
@@ -13,8 +14,10 @@ export type ApiErrorCode =
   | "ERR_DENIED"
   | "ERR_NOT_FOUND"
   | "ERR_METHOD_NOT_ALLOWED"
+  | "ERR_CONFLICT"
   | "ERR_PAYLOAD_TOO_LARGE"
   | "ERR_UNSUPPORTED_MEDIA_TYPE"
+  | "ERR_UNPROCESSABLE"
   | "ERR_WARC_WRITE"
   | "ERR_SPOOL"
   | "ERR_SHARED_UNAVAILABLE"
@@ -28,8 +31,10 @@ export const API_ERROR_STATUS: Readonly<Record<ApiErrorCode, number>> = {
   ERR_DENIED: 403,
   ERR_NOT_FOUND: 404,
   ERR_METHOD_NOT_ALLOWED: 405,
+  ERR_CONFLICT: 409,
   ERR_PAYLOAD_TOO_LARGE: 413,
   ERR_UNSUPPORTED_MEDIA_TYPE: 415,
+  ERR_UNPROCESSABLE: 422,
   ERR_WARC_WRITE: 503,
   ERR_SPOOL: 503,
   ERR_SHARED_UNAVAILABLE: 503,
@@ -72,6 +77,7 @@ export function badRequest(field: string, message: string): ApiError {
 export function toApiError(e: unknown): { error: ApiError; internal: boolean } {
   if (e instanceof ApiError) return { error: e, internal: false };
   if (e instanceof InputError) return { error: new ApiError("ERR_BAD_REQUEST", e.message, { field: e.field, cause: e }), internal: false };
+  if (e instanceof WaczError) return waczApiError(e);
   if (isProxyError(e)) {
     switch (e.code) {
       case "ERR_DENIED":
@@ -90,4 +96,18 @@ export function toApiError(e: unknown): { error: ApiError; internal: boolean } {
     }
   }
   return { error: new ApiError("ERR_INTERNAL", "internal error; the server log has the details", { cause: e }), internal: true };
+}
+
+/** A WACZ that cannot be made: what kind of failure it is for the client. */
+function waczApiError(e: WaczError): { error: ApiError; internal: boolean } {
+  switch (e.problem) {
+    case "not-found":
+      return { error: new ApiError("ERR_NOT_FOUND", e.message, { cause: e }), internal: false };
+    case "conflict":
+      return { error: new ApiError("ERR_CONFLICT", e.message, { cause: e }), internal: false };
+    case "damaged":
+      return { error: new ApiError("ERR_UNPROCESSABLE", e.message, { cause: e }), internal: false };
+    default:
+      return { error: new ApiError("ERR_INTERNAL", e.message, { cause: e }), internal: true };
+  }
 }

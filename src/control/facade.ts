@@ -6,6 +6,7 @@ import type { Readable } from "node:stream";
 import type { Collection, CollectionInput, CollectionRegistry } from "../archive/collections.js";
 import type { SessionSummary } from "../archive/sessions.js";
 import type { FleetInstance } from "../postgres/registry.js";
+import type { PreparedWacz } from "../wacz/packager.js";
 
 export interface SessionInfo extends SessionSummary {
   proxy: { host: string; port: number };
@@ -47,6 +48,15 @@ export interface FleetAnswer {
   instances: FleetInstance[];
 }
 
+/** A WACZ ready to go out: its size is known; `prepared.dispose()` after sending (or not). */
+export interface WaczDownload {
+  prepared: PreparedWacz;
+  /** Suggested file name (Content-Disposition). */
+  filename: string;
+  /** Files still being written, not in the package. */
+  leftOut: string[];
+}
+
 export interface ControlFacade {
   readonly version: string;
   collections: CollectionRegistry;
@@ -57,6 +67,10 @@ export interface ControlFacade {
   listSessions(): SessionInfo[];
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;
+  /** A collection's closed WARC files as a WACZ; `signal`: no longer wanted (the client left). */
+  collectionWacz(name: string, signal?: AbortSignal): Promise<WaczDownload>;
+  /** A closed session's WARC files as a WACZ (a session still open is refused). */
+  sessionWacz(id: string, signal?: AbortSignal): Promise<WaczDownload>;
   writeResource(input: ResourceInput): Promise<WrittenResource>;
   status(): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Throws ProxyError("ERR_SHARED_UNAVAILABLE") while the shared store is unreachable. */

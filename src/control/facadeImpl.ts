@@ -19,10 +19,13 @@ import { formatWarcDate } from "../warc/date.js";
 import { formatDigest, newHash } from "../warc/digest.js";
 import { buildResource, type ResourceContext } from "../warc/records.js";
 import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WrittenResource } from "./facade.js";
+import { waczFacade } from "./facadeWacz.js";
 
 export interface FacadeDeps {
   version: string;
   config: Config;
+  /** The WARC directory (absolute): WACZ downloads read its files. */
+  warcDir: string;
   collections: CollectionRegistry;
   sessions: SessionRegistry;
   writers: WriterRegistry;
@@ -64,6 +67,60 @@ function checkContext(c: unknown): ResourceContext {
   return ctx;
 }
 
+const noCollection = (name: string) => new ProxyError("ERR_DENIED", `no collection ${JSON.stringify(name)}`);
+
+/** An associated resource (tls-and-resources.md B.2): spooled, hashed, linked to its page, written. */
+async function writeResource(d: FacadeDeps, input: ResourceInput): Promise<WrittenResource> {
+  const coll = d.collections.get(input.collection);
+  if (!coll) throw noCollection(input.collection);
+  const { uri, page } = resourceUri(input);
+  const context = checkContext(input.context);
+  if (!input.contentType || /[\r\n]/.test(input.contentType)) throw new InputError("Content-Type", "the resource's Content-Type header is required");
+  const received = d.clock.nowMicros();
+  const alg = d.config.warc.digest;
+  const hash = newHash(alg);
+  const spool = new Spool({ memoryBytes: d.config.capture.spoolMemoryBytes, dir: d.config.capture.spoolDir });
+  try {
+    for await (const chunk of input.body as Readable) {
+      hash.update(chunk as Buffer);
+      if (!spool.write(chunk as Buffer)) await spool.drained();
+    }
+    await spool.finish();
+    if (input.length !== undefined && spool.size !== input.length) throw new InputError("Content-Length", `body was ${spool.size} bytes, not ${input.length}`);
+    let link: { id: string; date: string } | null = null;
+    if (context.mode !== "replay") {
+      if (context.page?.recordId) link = null;
+      else if (page) link = await d.archiver.awaitPageRecord(coll.prefix, page, LINK_WINDOW_MS);
+    }
+    const explicit = context.page?.recordId ?? null;
+    const concurrentTo = explicit ?? link?.id ?? null;
+    const meta: ResourceContext = {
+      ...context,
+      ...(concurrentTo && !context.capturedAt ? { capturedAt: formatWarcDate(received, "1.1") } : {}),
+      ...(concurrentTo && page ? { page: { url: page, recordId: concurrentTo, ...(context.page ?? {}) } } : {}),
+    };
+    const draft = buildResource(
+      recordId(d.ids.uuid()),
+      {
+        type: "resource",
+        targetUri: uri,
+        dateMicros: received,
+        ...(link && !explicit ? { pageDate: link.date } : {}),
+        ...(concurrentTo && context.mode !== "replay" ? { concurrentTo } : {}),
+        contentType: input.contentType,
+        body: spool,
+        blockDigest: formatDigest(alg, hash.digest()),
+        context: meta,
+      },
+      coll.warcVersion,
+    );
+    const w = await d.archiver.writeAlone(coll.prefix, draft, coll);
+    return { recordId: w.id, filename: w.filename, offset: w.offset, length: w.length, uri };
+  } finally {
+    await spool.dispose();
+  }
+}
+
 export function createFacade(d: FacadeDeps): ControlFacade {
   const servers = new Map<string, ProxyServer>();
   const info = (s: Session, password?: string): SessionInfo => ({
@@ -73,7 +130,6 @@ export function createFacade(d: FacadeDeps): ControlFacade {
     username: s.id,
     ...(password ? { password } : {}),
   });
-  const noCollection = (name: string) => new ProxyError("ERR_DENIED", `no collection ${JSON.stringify(name)}`);
 
   return {
     version: d.version,
@@ -125,59 +181,12 @@ export function createFacade(d: FacadeDeps): ControlFacade {
       await servers.get(id)?.close(2000);
       servers.delete(id);
       await d.writers.rolloverCollection(s.collection);
-      d.sessions.remove(id);
-      return summaryOf(s, new Date());
+      const summary = summaryOf(s, new Date());
+      d.sessions.remove(id, summary);
+      return summary;
     },
-    async writeResource(input: ResourceInput): Promise<WrittenResource> {
-      const coll = d.collections.get(input.collection);
-      if (!coll) throw noCollection(input.collection);
-      const { uri, page } = resourceUri(input);
-      const context = checkContext(input.context);
-      if (!input.contentType || /[\r\n]/.test(input.contentType)) throw new InputError("Content-Type", "the resource's Content-Type header is required");
-      const received = d.clock.nowMicros();
-      const alg = d.config.warc.digest;
-      const hash = newHash(alg);
-      const spool = new Spool({ memoryBytes: d.config.capture.spoolMemoryBytes, dir: d.config.capture.spoolDir });
-      try {
-        for await (const chunk of input.body as Readable) {
-          hash.update(chunk as Buffer);
-          if (!spool.write(chunk as Buffer)) await spool.drained();
-        }
-        await spool.finish();
-        if (input.length !== undefined && spool.size !== input.length) throw new InputError("Content-Length", `body was ${spool.size} bytes, not ${input.length}`);
-        let link: { id: string; date: string } | null = null;
-        if (context.mode !== "replay") {
-          if (context.page?.recordId) link = null;
-          else if (page) link = await d.archiver.awaitPageRecord(coll.prefix, page, LINK_WINDOW_MS);
-        }
-        const explicit = context.page?.recordId ?? null;
-        const concurrentTo = explicit ?? link?.id ?? null;
-        const meta: ResourceContext = {
-          ...context,
-          ...(concurrentTo && !context.capturedAt ? { capturedAt: formatWarcDate(received, "1.1") } : {}),
-          ...(concurrentTo && page ? { page: { url: page, recordId: concurrentTo, ...(context.page ?? {}) } } : {}),
-        };
-        const draft = buildResource(
-          recordId(d.ids.uuid()),
-          {
-            type: "resource",
-            targetUri: uri,
-            dateMicros: received,
-            ...(link && !explicit ? { pageDate: link.date } : {}),
-            ...(concurrentTo && context.mode !== "replay" ? { concurrentTo } : {}),
-            contentType: input.contentType,
-            body: spool,
-            blockDigest: formatDigest(alg, hash.digest()),
-            context: meta,
-          },
-          coll.warcVersion,
-        );
-        const w = await d.archiver.writeAlone(coll.prefix, draft, coll);
-        return { recordId: w.id, filename: w.filename, offset: w.offset, length: w.length, uri };
-      } finally {
-        await spool.dispose();
-      }
-    },
+    ...waczFacade(d),
+    writeResource: (input: ResourceInput) => writeResource(d, input),
     status: d.status,
     fleet: d.fleet,
     metrics: d.metrics,

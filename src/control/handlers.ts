@@ -7,11 +7,11 @@ import type { CollectionInput } from "../archive/collections.js";
 import { errorMessage } from "../core/errors.js";
 import { ApiError, badRequest } from "./apiErrors.js";
 import { apiIndexOf } from "./apiIndex.js";
-import type { SessionInfo } from "./facade.js";
+import type { SessionInfo, WaczDownload } from "./facade.js";
 import { METRICS_CONTENT_TYPE } from "./metrics.js";
 import { ROUTES } from "./openapi.js";
 import { bodyStream } from "./requestBody.js";
-import type { Handler } from "./routeTypes.js";
+import type { Handler, HandlerContext, Reply } from "./routeTypes.js";
 
 const withoutPassword = (s: SessionInfo): SessionInfo => {
   const { password: _password, ...rest } = s;
@@ -58,6 +58,29 @@ function latheContext(raw: string | undefined): unknown {
   }
 }
 
+/**
+ * A WACZ as a streamed answer. While it is being made (indexing a large collection takes a
+ * while) a client that goes away stops the work; nothing is answered then, nor logged.
+ */
+async function waczReply(c: HandlerContext, make: (signal: AbortSignal) => Promise<WaczDownload>): Promise<Reply> {
+  const stop = new AbortController();
+  c.res.once("close", () => stop.abort());
+  let w: WaczDownload;
+  try {
+    w = await make(stop.signal);
+  } catch (e) {
+    if (stop.signal.aborted) return { status: 499 }; // not sent: the connection is gone
+    throw e;
+  }
+  const p = w.prepared;
+  return {
+    status: 200,
+    contentType: "application/wacz",
+    headers: { "content-disposition": `attachment; filename="${w.filename.replace(/[^A-Za-z0-9._-]/g, "_")}"` },
+    stream: { length: p.size, write: (sink) => p.write(sink), dispose: () => p.dispose() },
+  };
+}
+
 export const HANDLERS: Record<string, Handler> = {
   listCollections: (f) => ({ status: 200, json: { collections: f.collections.list() } }),
   createCollection: (f, c) => {
@@ -85,6 +108,8 @@ export const HANDLERS: Record<string, Handler> = {
     return { status: 200, json: withoutPassword(s) };
   },
   closeSession: async (f, c) => ({ status: 200, json: await f.closeSession(c.params.id!) }),
+  getCollectionWacz: (f, c) => waczReply(c, (signal) => f.collectionWacz(c.params.name!, signal)),
+  getSessionWacz: (f, c) => waczReply(c, (signal) => f.sessionWacz(c.params.id!, signal)),
   writeResource: async (f, c) => {
     const q = c.query;
     const { uri, kind, page } = resourceName(q);

@@ -3,8 +3,7 @@
  * api.ts dispatches on this same table, so the document cannot drift from what the server
  * answers: a route exists if and only if it is listed here. Pure.
  */
-import { API_ERROR_STATUS } from "./apiErrors.js";
-import { COLLECTION_NAME } from "../archive/collections.js";
+import { json, ref, schemas, STR } from "./openapiSchemas.js";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -54,206 +53,6 @@ export interface RouteDef {
 /** JSON request bodies above this many bytes get 413. */
 export const JSON_BODY_LIMIT = 1024 * 1024;
 
-const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: Json): Record<string, Json> => ({ "application/json": { schema } });
-
-const STR = { type: "string" };
-const WARCINFO_KEYS = ["operator", "description", "isPartOf", "robots", "httpHeaderUserAgent", "httpHeaderFrom"] as const;
-
-const schemas: Record<string, Json> = {
-  Error: {
-    type: "object",
-    description: "Every error answer. `field` names the input at fault (a JSON path such as `dedup.policy`, a query parameter, or a header) when there is one; `message` then starts with it.",
-    required: ["error"],
-    additionalProperties: false,
-    properties: {
-      error: {
-        type: "object",
-        required: ["code", "message"],
-        additionalProperties: false,
-        properties: {
-          code: { type: "string", enum: Object.keys(API_ERROR_STATUS) },
-          message: STR,
-          field: STR,
-        },
-      },
-    },
-  },
-  Warcinfo: {
-    type: "object",
-    description: "The collection's warcinfo fields (one line each; CR and LF are refused).",
-    required: [...WARCINFO_KEYS, "extra"],
-    properties: {
-      ...Object.fromEntries(WARCINFO_KEYS.map((k) => [k, STR])),
-      extra: { type: "object", description: "Further warcinfo fields: HTTP-token names, string values.", additionalProperties: STR },
-    },
-  },
-  DedupBucket: {
-    type: "object",
-    required: ["name", "mode"],
-    additionalProperties: false,
-    properties: { name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$" }, mode: { enum: ["rw", "ro"] } },
-  },
-  DedupPolicy: { enum: ["off", "digest", "url", "url-preferred"] },
-  Collection: {
-    type: "object",
-    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip"],
-    properties: {
-      name: { type: "string", pattern: COLLECTION_NAME.source },
-      prefix: { type: "string", description: "WARC file name prefix of the collection's series; unique among collections." },
-      warcinfo: ref("Warcinfo"),
-      dedup: {
-        type: "object",
-        required: ["policy", "buckets"],
-        properties: { policy: ref("DedupPolicy"), buckets: { type: "array", items: ref("DedupBucket") } },
-      },
-      warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
-    },
-  },
-  CollectionInput: {
-    type: "object",
-    description: "Fields to set; absent fields keep their value (on creation: the default collection's). Unknown fields → 400 naming them. A change starts a new WARC file so every warcinfo tells the truth.",
-    additionalProperties: false,
-    properties: {
-      name: { type: "string", pattern: COLLECTION_NAME.source, description: "Required on creation; cannot be changed." },
-      prefix: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description: "Defaults to the name on creation." },
-      warcinfo: {
-        type: "object",
-        additionalProperties: false,
-        properties: { ...Object.fromEntries(WARCINFO_KEYS.map((k) => [k, STR])), extra: { type: "object", additionalProperties: STR } },
-      },
-      dedup: {
-        type: "object",
-        additionalProperties: false,
-        properties: { policy: ref("DedupPolicy"), buckets: { type: "array", minItems: 1, items: ref("DedupBucket") } },
-      },
-      warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
-    },
-  },
-  CollectionCreate: { allOf: [ref("CollectionInput"), { required: ["name"] }] },
-  CollectionList: { type: "object", required: ["collections"], properties: { collections: { type: "array", items: ref("Collection") } } },
-  SessionOpen: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      collection: { type: "string", description: "Defaults to `default`." },
-      port: { type: "integer", minimum: 0, maximum: 65535, description: "The session's own proxy port on the proxy host; 0 or absent = ephemeral." },
-    },
-  },
-  SessionSummary: {
-    type: "object",
-    required: ["id", "collection", "createdAt", "closedAt", "captures", "revisits", "failed", "skipped", "bytes", "files"],
-    properties: {
-      id: STR,
-      collection: STR,
-      createdAt: { type: "string", format: "date-time" },
-      closedAt: { type: ["string", "null"], format: "date-time" },
-      captures: { type: "integer", minimum: 0 },
-      revisits: { type: "integer", minimum: 0 },
-      failed: { type: "integer", minimum: 0 },
-      skipped: { type: "integer", minimum: 0 },
-      bytes: { type: "integer", minimum: 0, description: "WARC bytes written for the session's captures." },
-      files: { type: "array", items: STR, description: "WARC files holding the session's records." },
-    },
-  },
-  SessionInfo: {
-    description: "A session and how to route traffic to it: its own proxy port (no credentials needed), or Basic `Proxy-Authorization` with `username`/`password` on the main proxy port.",
-    allOf: [
-      ref("SessionSummary"),
-      {
-        type: "object",
-        required: ["proxy", "proxyUrl", "username"],
-        properties: {
-          proxy: { type: "object", required: ["host", "port"], properties: { host: STR, port: { type: "integer", minimum: 0, maximum: 65535 } } },
-          proxyUrl: { type: "string", description: "`http://host:port` of the session's own proxy port." },
-          username: STR,
-          password: { type: "string", description: "Only in the answer that creates the session." },
-        },
-      },
-    ],
-  },
-  SessionCreated: { allOf: [ref("SessionInfo"), { required: ["password"] }] },
-  SessionList: { type: "object", required: ["sessions"], properties: { sessions: { type: "array", items: ref("SessionInfo") } } },
-  WrittenResource: {
-    type: "object",
-    required: ["recordId", "filename", "offset", "length", "uri"],
-    properties: {
-      recordId: { type: "string", description: "WARC-Record-ID, `<urn:uuid:…>`." },
-      filename: STR,
-      offset: { type: "integer", minimum: 0 },
-      length: { type: "integer", minimum: 0, description: "On-disk length of the record (compressed when gzipped)." },
-      uri: { type: "string", description: "The record's WARC-Target-URI." },
-    },
-  },
-  LatheContext: {
-    type: "object",
-    description: "How the resource was made (tls-and-resources.md B.2); written as the record's WARC-JSON-Metadata in this key order. Unknown keys outside `extra` → 400.",
-    required: ["mode"],
-    additionalProperties: false,
-    properties: {
-      kind: { enum: ["screenshot", "text", "pageinfo", "video", "annotation"] },
-      variant: STR,
-      mode: { enum: ["same-transaction", "parallel", "replay"] },
-      capturedAt: { type: "string", format: "date-time" },
-      browser: { type: "object", properties: { name: STR, version: STR, userAgent: STR } },
-      viewport: { type: "object", properties: { width: { type: "number" }, height: { type: "number" }, deviceScaleFactor: { type: "number" } } },
-      page: { type: "object", properties: { url: STR, recordId: { type: "string", description: "Link to this page record explicitly (WARC-Concurrent-To)." } } },
-      tool: { type: "string", description: "Crawler name and version." },
-      extra: { type: "object", description: "Passed through." },
-    },
-  },
-  Status: { type: "object", description: "Status and statistics per collection, session and bucket.", additionalProperties: true },
-  FleetInstance: {
-    type: "object",
-    required: ["id", "hostname", "pid", "proxy", "control", "version", "startedAt", "heartbeatAt", "load"],
-    properties: {
-      id: { type: "string", description: "shared.instanceId, or `<hostname>:<proxy port>`." },
-      hostname: STR,
-      pid: { type: "integer", minimum: 1 },
-      proxy: { type: "string", description: "`host:port` of its proxy: point the crawler here." },
-      control: { type: ["string", "null"], description: "`http://host:port` of its control API, or null when that is off." },
-      version: STR,
-      startedAt: { type: "string", format: "date-time" },
-      heartbeatAt: { type: "string", format: "date-time", description: "Its last heartbeat (the database server's clock)." },
-      load: {
-        type: "object",
-        required: ["inFlight", "capturesPerSec"],
-        properties: { inFlight: { type: "integer", minimum: 0, description: "Exchanges in flight." }, capturesPerSec: { type: "number", minimum: 0, description: "Over its last heartbeat interval." } },
-      },
-    },
-  },
-  Fleet: {
-    type: "object",
-    required: ["shared", "instances"],
-    properties: {
-      shared: { type: "boolean", description: "false: no shared.postgresql; the fleet is this instance." },
-      store: { type: "string", description: "`PostgreSQL host:port/db`, when shared." },
-      instances: { type: "array", items: ref("FleetInstance"), description: "Live instances, least loaded first (in flight, then captures per second)." },
-    },
-  },
-  ApiIndex: {
-    type: "object",
-    description: "Every operation of /openapi.json, in its order, and a link to the document.",
-    required: ["title", "version", "openapi", "routes"],
-    additionalProperties: false,
-    properties: {
-      title: STR,
-      version: STR,
-      openapi: { type: "string", const: "/openapi.json" },
-      routes: {
-        type: "array",
-        items: {
-          type: "object",
-          required: ["method", "path", "summary"],
-          additionalProperties: false,
-          properties: { method: { enum: ["GET", "POST", "PATCH", "DELETE"] }, path: STR, summary: STR },
-        },
-      },
-    },
-  },
-};
 
 /** The index the start-up banner points to (`/api/v1/`); `/api/v1` answers the same. */
 function apiIndexRoute(id: string, path: string): RouteDef {
@@ -271,6 +70,30 @@ function apiIndexRoute(id: string, path: string): RouteDef {
 }
 
 const NAME_PARAM = { name: "name", description: "Collection name.", schema: STR };
+
+/** `GET …/wacz`: a WACZ streamed with its length; made before the answer starts, so every failure is an error answer. */
+function waczRoute(id: string, path: string, summary: string, description: string, param: NonNullable<RouteDef["pathParams"]>[number]): RouteDef {
+  return {
+    id,
+    method: "GET",
+    path,
+    summary,
+    description:
+      description +
+      " The WACZ (1.1.1) holds the WARC files as they are (stored), lathe's CDXJ index of them (compressed: `indexes/index.cdx.gz` and `index.idx`), `pages/pages.jsonl` and `datapackage.json` with every file's SHA-256. It is indexed before the answer starts (which takes a while for a large collection); then it streams, memory flat whatever its size.",
+    tags: ["wacz"],
+    auth: true,
+    pathParams: [param],
+    responses: {
+      200: {
+        description: "The WACZ (`application/wacz`), as an attachment.",
+        content: { "application/wacz": { schema: { type: "string", contentMediaType: "application/wacz" } } },
+        headers: { "Content-Length": { schema: { type: "integer", minimum: 0 } }, "Content-Disposition": { schema: STR } },
+      },
+    },
+    errors: [404, 409, 422],
+  };
+}
 const ID_PARAM = { name: "id", description: "Session id (also its proxy username).", schema: STR };
 
 /** The routes, in document order. */
@@ -334,6 +157,13 @@ export const ROUTES: readonly RouteDef[] = [
     responses: { 204: { description: "Deleted." } },
     errors: [404, 503],
   },
+  waczRoute(
+    "getCollectionWacz",
+    "/api/v1/collections/{name}/wacz",
+    "A collection as a WACZ",
+    "Its closed WARC files (`.open` files still being written are left out; 409 when none is closed yet). Pages: those a crawler declared (screenshots, page info), else the top-level navigations to `text/html` 200 answers, else every `text/html` 200 answer.",
+    NAME_PARAM,
+  ),
   {
     id: "openSession",
     method: "POST",
@@ -378,6 +208,13 @@ export const ROUTES: readonly RouteDef[] = [
     responses: { 200: { description: "The session's summary.", content: json(ref("SessionSummary")) } },
     errors: [404, 503],
   },
+  waczRoute(
+    "getSessionWacz",
+    "/api/v1/sessions/{id}/wacz",
+    "A closed session as a WACZ",
+    "The WARC files holding its records (whole: other captures of its collection written at the same time are in them too); pages captured while it was open. A session still open → 409 (close it first); sessions are remembered across restarts.",
+    ID_PARAM,
+  ),
   {
     id: "writeResource",
     method: "POST",
@@ -470,8 +307,10 @@ const STATUS_TEXT: Record<number, string> = {
   401: "Missing or wrong bearer token.",
   403: "Refused: a cross-site browser request, or an operation the server denies.",
   404: "No such collection or session.",
+  409: "Not possible in the present state: e.g. a session still open, or no closed WARC file yet.",
   413: `JSON body larger than ${JSON_BODY_LIMIT} bytes.`,
   415: "Request body is not application/json.",
+  422: "A WARC file to package is damaged or is not a WARC; the message names the file and offset.",
   500: "Internal error.",
   503: "WARC files cannot be written, or the shared store is unreachable, right now; retry later.",
 };
@@ -550,7 +389,7 @@ export function buildOpenApi(opts: OpenApiOptions): Json {
         " An unknown route answers 404, a known path with another method 405 with `Allow`.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
-    tags: [{ name: "collections" }, { name: "sessions" }, { name: "resources" }, { name: "status" }],
+    tags: [{ name: "collections" }, { name: "sessions" }, { name: "wacz" }, { name: "resources" }, { name: "status" }],
     paths,
     components: {
       schemas,

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import { toApiError } from "./apiErrors.js";
-import type { Reply } from "./routeTypes.js";
+import type { Reply, ReplyStream } from "./routeTypes.js";
 
 export function send(req: IncomingMessage, res: ServerResponse, r: Reply): void {
   if (res.headersSent || res.destroyed) return;
@@ -40,4 +40,59 @@ export function sendError(log: Logger, req: IncomingMessage, res: ServerResponse
     return;
   }
   send(req, res, { status: error.status, json: error.body(), headers: { ...error.headers } });
+}
+
+/**
+ * A streamed answer: the head with its Content-Length, then the body a chunk at a time, each
+ * chunk's promise settling once Node has handed it to the socket (so memory is the writer's
+ * few chunks, whatever the client's speed). A client that goes away ends the write with an
+ * error; a failure after the head went out can only cut the connection (the length then tells
+ * the client its copy is short) and the error goes on to be logged.
+ */
+export async function sendStream(res: ServerResponse, r: Reply & { stream: ReplyStream }): Promise<void> {
+  const body = r.stream;
+  try {
+    if (res.destroyed) return;
+    res.writeHead(r.status, {
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      "content-type": r.contentType ?? "application/octet-stream",
+      "content-length": String(body.length),
+      ...r.headers,
+    });
+    const waiting = new Set<(e: Error) => void>();
+    let clientGone = false;
+    const gone = () => {
+      clientGone = true;
+      for (const fail of waiting) fail(new Error("the client closed the connection"));
+    };
+    res.once("close", gone);
+    const sink = (chunk: Buffer) =>
+      new Promise<void>((resolve, reject) => {
+        if (res.destroyed) return reject(new Error("the client closed the connection"));
+        const fail = (e: Error) => {
+          waiting.delete(fail);
+          reject(e);
+        };
+        waiting.add(fail);
+        res.write(chunk, (err) => {
+          waiting.delete(fail);
+          if (err) reject(err);
+          else resolve();
+        });
+      });
+    try {
+      await body.write(sink);
+      res.end();
+    } catch (e) {
+      const theirs = clientGone || res.destroyed;
+      res.destroy();
+      // Our failure, not the client's leaving: the server's error handler logs it.
+      if (!theirs) throw e;
+    } finally {
+      res.off("close", gone);
+    }
+  } finally {
+    await body.dispose();
+  }
 }

@@ -17,13 +17,24 @@ export interface ExtraRoute extends ExtraRouteDoc {
   handle(ctx: RequestContext): Promise<void> | void;
 }
 
-/** What a handler answers: a JSON value or a text, with its status and extra headers. */
+/** What a handler answers: a JSON value, a text or a stream of known length, with its status and extra headers. */
 export interface Reply {
   status: number;
   json?: unknown;
   text?: string;
+  /** A body too large for memory (a WACZ), written chunk by chunk; `contentType` says what it is. */
+  stream?: ReplyStream;
   contentType?: string;
   headers?: Record<string, string>;
+}
+
+export interface ReplyStream {
+  /** Exact byte length (Content-Length). */
+  length: number;
+  /** Write the body through `sink`, whose promise settles when the chunk has gone out. */
+  write(sink: (chunk: Buffer) => Promise<void>): Promise<void>;
+  /** Called once the answer is over, sent or not. */
+  dispose(): Promise<void>;
 }
 
 export interface HandlerContext extends RequestContext {

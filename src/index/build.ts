@@ -7,6 +7,7 @@ import { open, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { errorMessage } from "../core/errors.js";
 import { WarcReadError, type WarcReadProblem } from "../warc/readProblems.js";
+import type { WarcRecord } from "../warc/reader.js";
 import { CDX11_HEADER, formatCdx11, formatCdxj, indexWarc } from "./cdxj.js";
 import { mergeIndexFiles, type ByteMergeOptions } from "./byteMerge.js";
 import { ExternalSorter, type ExternalSortOptions } from "./sortMerge.js";
@@ -30,6 +31,8 @@ export interface BuildOptions extends ExternalSortOptions {
   /** Damage (reading goes on with the next record or file). */
   onError?(p: WarcReadProblem): void;
   onWarning?(p: WarcReadProblem): void;
+  /** Every record read, in file order (IndexWarcOptions.inspect). */
+  inspect?(rec: WarcRecord): void;
 }
 
 /** Sorted, de-duplicated index lines (LF included) of all `paths`, as one index. */
@@ -51,6 +54,7 @@ export async function* buildIndex(paths: string[], opts: BuildOptions): AsyncGen
       const records = indexWarc(path, {
         onError,
         ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+        ...(opts.inspect ? { inspect: opts.inspect } : {}),
         onRecord: (pos) => {
           p.bytesDone = before + pos;
           opts.onProgress?.(p);

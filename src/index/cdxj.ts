@@ -271,11 +271,13 @@ export interface IndexWarcOptions extends ReadWarcOptions {
   filename?: string;
   /** After each record: compressed bytes consumed so far. */
   onRecord?(position: number): void;
+  /** Every record of the file (indexed or not), in file order, as it is read: a second consumer of the same pass (the WACZ packager's pages). */
+  inspect?(rec: WarcRecord): void;
 }
 
 /** One entry per indexable record of `path`, in file order. */
 export async function* indexWarc(path: string, opts: IndexWarcOptions = {}): AsyncGenerator<IndexEntry> {
-  const { filename = basename(path), onRecord, ...readOpts } = opts;
+  const { filename = basename(path), onRecord, inspect, ...readOpts } = opts;
   const reader = readWarcRecords(path, readOpts);
   const entry = async (rec: WarcRecord, req: WarcRecord | null): Promise<IndexEntry | null> => {
     if (!isIndexed(rec)) return null;
@@ -286,6 +288,7 @@ export async function* indexWarc(path: string, opts: IndexWarcOptions = {}): Asy
   // One record is held back: it may pair with the next one (§4).
   let prev: WarcRecord | null = null;
   for await (const rec of reader) {
+    inspect?.(rec);
     const pair = pairOf(prev, rec);
     if (pair) {
       for (const r of [prev!, rec]) {

@@ -278,7 +278,7 @@ class Recording {
     }
     const { facade, archiver } = this.#lathe;
     const collection = this.#o.collection;
-    const context = (variant: "view" | "thumbnail") => screenshotContext(this.#b, shots, variant);
+    const context = (variant: "view" | "thumbnail") => screenshotContext(this.#b, shots, variant, r.title);
     try {
       r.view = await facade.writeResource({ collection, kind: "view", page: doc.url, contentType: "image/png", body: Readable.from([shots.view]), length: shots.view.length, context: context("view") });
       r.thumbnail = await facade.writeResource({ collection, kind: "thumbnail", page: doc.url, contentType: "image/jpeg", body: Readable.from([shots.thumbnail]), length: shots.thumbnail.length, context: context("thumbnail") });
@@ -299,8 +299,11 @@ class Recording {
   }
 }
 
-/** The context of a screenshot resource: what took it, when, at what viewport. */
-function screenshotContext(b: RecordingBrowser, shots: Screenshots, variant: "view" | "thumbnail") {
+/**
+ * The context of a screenshot resource: what took it, when, at what viewport; and the page's
+ * title, so that a WACZ made later from the WARCs alone lists the page with it.
+ */
+function screenshotContext(b: RecordingBrowser, shots: Screenshots, variant: "view" | "thumbnail", title: string | null) {
   return {
     kind: "screenshot",
     variant,
@@ -309,5 +312,6 @@ function screenshotContext(b: RecordingBrowser, shots: Screenshots, variant: "vi
     browser: { name: b.name, version: b.version, ...(b.userAgent ? { userAgent: b.userAgent } : {}) },
     viewport: shots.viewport,
     tool: `lathe-record/${VERSION}`,
+    ...(title ? { extra: { title } } : {}),
   };
 }

@@ -28,6 +28,10 @@ export class FileWindow {
   buf: Buffer = EMPTY;
   start = 0;
   #pf: Prefetch | null = null;
+  /** The read-ahead buffer the window moved off, reused by the next read-ahead (no allocation per read). */
+  #spare: Buffer | null = null;
+  /** The whole buffer `buf` is a view of. */
+  #whole: Buffer | null = null;
   constructor(
     readonly fh: FileHandle,
     readonly size: number,
@@ -48,6 +52,8 @@ export class FileWindow {
       if (got >= 0) {
         const tail = this.end - pos;
         this.buf.copy(pf.buf, TAIL - tail, pos - this.start);
+        this.#spare = this.#whole;
+        this.#whole = pf.buf;
         this.buf = pf.buf.subarray(TAIL - tail, TAIL + got);
         this.start = pos;
         this.#prefetch();
@@ -64,6 +70,7 @@ export class FileWindow {
     }
     have += await readFully(this.fh, nb, have, len - have, pos + have);
     this.buf = nb.subarray(0, have);
+    this.#whole = null;
     this.start = pos;
     this.#prefetch();
     return this.buf;
@@ -72,7 +79,10 @@ export class FileWindow {
   #prefetch(): void {
     const at = this.end;
     if (at >= this.size) return;
-    const buf = Buffer.allocUnsafe(TAIL + Math.min(READ, this.size - at));
+    const want = TAIL + Math.min(READ, this.size - at);
+    const spare = this.#spare;
+    this.#spare = null;
+    const buf = spare && spare.length >= want ? spare.subarray(0, want) : Buffer.allocUnsafe(want);
     const got = readFully(this.fh, buf, TAIL, buf.length - TAIL, at).catch(() => -1);
     this.#pf = { at, buf, got };
   }

@@ -14,7 +14,8 @@ import { resolveConfig } from "../../src/config/validate.js";
 import { ProxyError } from "../../src/core/errors.js";
 import { silentLogger, type Logger } from "../../src/core/log.js";
 import { createControlServer, type ControlServer, type ExtraRoute } from "../../src/control/api.js";
-import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WrittenResource } from "../../src/control/facade.js";
+import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WaczDownload, WrittenResource } from "../../src/control/facade.js";
+import { WaczError } from "../../src/wacz/waczError.js";
 import { renderMetrics } from "../../src/control/metrics.js";
 import { ROUTES } from "../../src/control/openapi.js";
 
@@ -25,6 +26,12 @@ interface ReceivedResource {
   input: Omit<ResourceInput, "body">;
   bytes: Buffer;
   chunks: number;
+}
+
+function fakeWacz(filename: string): WaczDownload {
+  const bytes = Buffer.from("PK\x05\x06" + "\0".repeat(18), "latin1");
+  const prepared = { size: bytes.length, files: 0, lines: 0, pages: 0, pageRule: "html" as const, write: (sink: (b: Buffer) => Promise<void>) => sink(bytes), dispose: async () => {} };
+  return { prepared, filename, leftOut: [] };
 }
 
 class FakeFacade implements ControlFacade {
@@ -91,6 +98,17 @@ class FakeFacade implements ControlFacade {
     s.closed = true;
     const { proxy: _p, proxyUrl: _u, username: _n, password: _w, ...summary } = s.info;
     return { ...summary, captures: 3, files: ["crawl-1.warc.gz"], closedAt: new Date(1000).toISOString() };
+  }
+  // A stand-in package: the WACZ routes on a real lathe are test/control/wacz.test.ts's.
+  async collectionWacz(name: string): Promise<WaczDownload> {
+    if (!this.collections.get(name)) throw new ProxyError("ERR_DENIED", `no collection ${JSON.stringify(name)}`);
+    return fakeWacz(`${name}.wacz`);
+  }
+  async sessionWacz(id: string): Promise<WaczDownload> {
+    const s = this.sessions.get(id);
+    if (!s) throw new ProxyError("ERR_DENIED", `no session ${JSON.stringify(id)}`);
+    if (!s.closed) throw new WaczError("conflict", `session ${id} is still open`);
+    return fakeWacz(`${id}.wacz`);
   }
   async writeResource(input: ResourceInput): Promise<WrittenResource> {
     if (this.failNextWrite) {
@@ -696,6 +714,14 @@ describe("the OpenAPI document matches the server", () => {
     "post /api/v1/sessions/{id}/close": [
       { path: "/api/v1/sessions/s-000000000001/close", expect: 200 },
       { path: "/api/v1/sessions/s-000000000001/close", expect: 404 },
+    ],
+    "get /api/v1/sessions/{id}/wacz": [
+      { path: "/api/v1/sessions/s-000000000001/wacz", expect: 200 },
+      { path: "/api/v1/sessions/s-absent/wacz", expect: 404 },
+    ],
+    "get /api/v1/collections/{name}/wacz": [
+      { path: "/api/v1/collections/walk/wacz", expect: 200 },
+      { path: "/api/v1/collections/absent/wacz", expect: 404 },
     ],
     "delete /api/v1/collections/{name}": [
       { path: "/api/v1/collections/walk", expect: 204 },
