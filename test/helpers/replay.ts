@@ -267,10 +267,18 @@ export async function checkPage(a: LoadedArchive, e: PageExpectation, ts: string
   }
 }
 
+/** The collection's pages, from the service worker's API (what the UI's page list shows). */
+export async function listPages(a: LoadedArchive): Promise<Array<{ url: string; title: string }>> {
+  const data = await a.tab.evaluate(async (u) => (await fetch(u, { cache: "no-store" })).json(), `/w/api/c/${a.id}?all=1`);
+  return ((data as { pages?: Array<{ url: string; title?: string }> }).pages ?? []).map((p) => ({ url: p.url, title: p.title ?? "" }));
+}
+
 export interface ArchiveCheck {
   /** The load's error (then every page lists it), or null. */
   loadError: string | null;
   loadMs: number;
+  /** The collection's page list as ReplayWeb.page shows it (a WACZ's pages.jsonl; pages it found in a WARC). */
+  pageList: Array<{ url: string; title: string }>;
   /** Problems by page URL; empty lists = the page replayed as recorded. */
   problems: Record<string, string[]>;
 }
@@ -285,12 +293,13 @@ export async function checkArchive(rb: ReplayBrowser, server: ReplayServer, sour
     a = await loadArchive(rb, server, sourceUrl);
   } catch (e) {
     const msg = String(e instanceof Error ? e.message : e);
-    return { loadError: msg, loadMs: 0, problems: Object.fromEntries(pages.map((p) => [p.expect.url, [msg]])) };
+    return { loadError: msg, loadMs: 0, pageList: [], problems: Object.fromEntries(pages.map((p) => [p.expect.url, [msg]])) };
   }
   try {
+    const pageList = await listPages(a);
     const problems: Record<string, string[]> = {};
     for (const p of pages) problems[p.expect.url] = await checkPage(a, p.expect, p.ts);
-    return { loadError: null, loadMs: a.loadMs, problems };
+    return { loadError: null, loadMs: a.loadMs, pageList, problems };
   } finally {
     await a.close();
   }

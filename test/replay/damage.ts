@@ -145,3 +145,24 @@ export function editCompressedIndex(cdxGz: Buffer, idx: string, edit: (cdxj: str
   });
   return { cdxGz: Buffer.concat(members), idx: idxLines.join("\n") + "\n" };
 }
+
+const CDX_GZ = "indexes/index.cdx.gz";
+const IDX = "indexes/index.idx";
+const PLAIN_INDEX = "indexes/index.cdxj";
+
+/** A WACZ's index lines, from its compressed (index.cdx.gz) or plain (index.cdxj) index. */
+export function waczIndex(wacz: string): CdxjLine[] {
+  const names = zipEntries(wacz);
+  const text = names.includes(CDX_GZ) ? gunzipSync(unzipEntry(wacz, CDX_GZ)).toString("utf8") : unzipEntry(wacz, PLAIN_INDEX).toString("utf8");
+  return parseCdxj(text);
+}
+
+/** Copy a WACZ to `dst` with `edit` applied to its index's CDXJ lines (either form). */
+export function rezipWithIndex(src: string, dst: string, edit: (cdxj: string) => string): void {
+  if (zipEntries(src).includes(CDX_GZ)) {
+    const r = editCompressedIndex(unzipEntry(src, CDX_GZ), unzipEntry(src, IDX).toString("utf8"), edit);
+    rezip(src, dst, { replace: { [CDX_GZ]: r.cdxGz, [IDX]: Buffer.from(r.idx, "utf8") } });
+  } else {
+    rezip(src, dst, { replace: { [PLAIN_INDEX]: Buffer.from(edit(unzipEntry(src, PLAIN_INDEX).toString("utf8")), "utf8") } });
+  }
+}

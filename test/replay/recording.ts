@@ -1,7 +1,7 @@
 /**
- * The replay site recorded by the real `lathe record --headless` (dist/, a child process, Debian's
- * Chromium), then indexed by the real `lathe index --cdxj --output` as its summary says: the
- * WARC files and the CDXJ a person would open in a replay tool.
+ * The replay site recorded by the real `lathe record --headless --wacz` (dist/, a child process,
+ * Debian's Chromium), then indexed by the real `lathe index --cdxj --output` as its summary says:
+ * the WARC files, the CDXJ and the WACZ a person would open in a replay tool.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -22,6 +22,8 @@ export interface Recording {
   /** `lathe index --cdxj --output` of those files, in `dir`. */
   cdxj: string;
   lines: CdxjLine[];
+  /** The WACZ `lathe record --wacz` packaged the session in. */
+  wacz: string;
   /** 14-digit timestamp of each page's capture, by page URL. */
   pageTs: Record<string, string>;
   stdout: string;
@@ -43,7 +45,8 @@ export async function recordSite(site: Site, certs: OriginCerts, work: string): 
   const cfg = join(work, "lathe.config.json");
   // lathe trusts the test origin's CA; the browser trusts only lathe's CA.
   writeFileSync(cfg, JSON.stringify({ upstream: { caFile: certs.caFile }, certs: { dir: join(work, "certs") } }));
-  const stdout = await lathe(["record", "--headless", "--dir", dir, "--config", cfg, ...site.pages.map((p) => p.url)], work);
+  const wacz = join(work, "site.wacz");
+  const stdout = await lathe(["record", "--headless", "--dir", dir, "--config", cfg, "--wacz", wacz, ...site.pages.map((p) => p.url)], work);
   const warcs = readdirSync(dir)
     .filter((f) => f.endsWith(".warc.gz"))
     .sort()
@@ -52,5 +55,5 @@ export async function recordSite(site: Site, certs: OriginCerts, work: string): 
   await lathe(["index", "--cdxj", "--output", cdxj, ...warcs], work);
   const lines = parseCdxj(readFileSync(cdxj, "utf8"));
   const pageTs = Object.fromEntries(site.pages.map((p) => [p.url, lineOf(lines, p.url).timestamp]));
-  return { dir, warcs, cdxj, lines, pageTs, stdout };
+  return { dir, warcs, cdxj, lines, wacz, pageTs, stdout };
 }

@@ -6,30 +6,34 @@
  * from the shared stylesheet, the JSON a script fetch()ed and wrote into the page, and the
  * revisit resolving (the image under the revisit's URL has the original's size).
  *
- * Two ways in: the WARC file itself (`?source=….warc.gz`: ReplayWeb.page downloads and indexes
- * it), and the CDXJ `lathe index --cdxj --output` wrote beside it, as lathe record's summary
- * says (the same bytes as the live index lathe keeps as `<warc>.cdxj`). Given `?source=….cdxj`,
- * ReplayWeb.page reads the index and fetches each record from the WARC named in its `filename`,
- * in the same directory, by an HTTP range at its `offset` and `length`. A JSON collection
- * description is not tried: wabac reads one only as a list of WACZ files.
+ * Three ways in, all from the same recording:
+ * - the WARC file itself (`?source=….warc.gz`): ReplayWeb.page downloads and indexes it;
+ * - the CDXJ `lathe index --cdxj --output` wrote beside it, as lathe record's summary says (the
+ *   same bytes as the live index lathe keeps as `<warc>.cdxj`): given `?source=….cdxj`,
+ *   ReplayWeb.page reads the index and fetches each record from the WARC named in its
+ *   `filename`, in the same directory, by an HTTP range at its `offset` and `length`;
+ * - the WACZ `lathe record --wacz` packaged (`?source=….wacz`): read on demand by ranges, its
+ *   page list (pages.jsonl) shown as is.
+ * A JSON collection description is not tried: wabac reads one only as a list of WACZ files.
  *
  * The check must fail on broken archives: a page's record cut out of the WARC, the revisit's
- * original cut out, a record's bytes corrupted, an index line pointing at the wrong offset.
+ * original cut out, a record's bytes corrupted, a CDXJ line pointing at the wrong offset; in the
+ * WACZ (rebuilt with python3's zipfile), one index offset damaged, the WARC dropped from archive/.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { originCerts } from "../helpers/certs.js";
 import { CHROMIUM, type ArchiveCheck, type ReplayBrowser, type ReplayServer, type Tripwire, checkArchive, holdPorts, launchReplayBrowser, startReplayServer } from "../helpers/replay.js";
-import { copyInto, corruptRecord, lineOf, misdirectLine, removeRecord } from "./damage.js";
+import { copyInto, corruptRecord, lineOf, misdirect, misdirectLine, removeRecord, rezip, rezipWithIndex, waczIndex, zipEntries } from "./damage.js";
 import { type Recording, recordSite } from "./recording.js";
 import { type Site, startReplaySite } from "./site.js";
 
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`warcReplay.test.ts skipped: ${CHROMIUM} does not exist (apt-get install -y chromium; npm test's pretest installs it)`);
 
-describe.skipIf(!hasChromium)(`lathe's WARC and CDXJ replay in ReplayWeb.page${hasChromium ? "" : ` (skipped: ${CHROMIUM} not installed)`}`, () => {
+describe.skipIf(!hasChromium)(`lathe's WARC, CDXJ and WACZ replay in ReplayWeb.page${hasChromium ? "" : ` (skipped: ${CHROMIUM} not installed)`}`, () => {
   const certs = originCerts();
   let work: string;
   let site: Site;
@@ -124,6 +128,37 @@ describe.skipIf(!hasChromium)(`lathe's WARC and CDXJ replay in ReplayWeb.page${h
     corruptRecord(warcOf(v), lineOf(rec.lines, gallery()));
     const c = await check(url(v["default.cdxj"]!));
     expect(failing(c)).toEqual([about(), gallery()]);
+  });
+
+  it("the WACZ lathe record packaged replays every page as recorded, read by ranges, and lists exactly its pages", async () => {
+    const before = server.requests.length;
+    const c = await check(url(rec.wacz));
+    expect(c.problems).toEqual(Object.fromEntries(site.pages.map((p) => [p.url, []])));
+    expect(c.pageList.map((p) => `${p.url} ${p.title}`).sort()).toEqual(site.pages.map((p) => `${p.url} ${p.title}`).sort());
+    // On demand: every read of the package is a bounded range (the ZIP's end, an entry, a record).
+    const reads = server.requests.slice(before).filter((r) => r.path.endsWith(".wacz") && r.method === "GET");
+    expect(reads.length).toBeGreaterThan(0);
+    for (const r of reads) expect(r.range).toMatch(/^bytes=(\d+-\d+|-\d+)$/);
+  });
+
+  it("fails the page whose line in the WACZ's index points at another record's offset, and only that page", async () => {
+    const lines = waczIndex(rec.wacz);
+    const damaged = join(work, "wacz-index", "site.wacz");
+    mkdirSync(dirname(damaged));
+    rezipWithIndex(rec.wacz, damaged, (cdxj) => misdirect(cdxj, about(), lineOf(lines, plain())));
+    const c = await check(url(damaged));
+    expect(failing(c)).toEqual([about()]);
+  });
+
+  it("fails every page when the WARC is dropped from the WACZ's archive/", async () => {
+    const entries = zipEntries(rec.wacz);
+    const warcEntries = entries.filter((e) => e.startsWith("archive/"));
+    expect(warcEntries).toEqual(rec.warcs.map((w) => `archive/${basename(w)}`));
+    const damaged = join(work, "wacz-no-warc", "site.wacz");
+    mkdirSync(dirname(damaged));
+    rezip(rec.wacz, damaged, { drop: warcEntries });
+    const c = await check(url(damaged));
+    expect(failing(c)).toEqual(site.pages.map((p) => p.url));
   });
 
   it("never reached the live site", async () => {
