@@ -33,8 +33,8 @@
  *   size, computed styles and the text a script wrote, and returns what differs from the
  *   expectation (empty = replayed as recorded), so negative tests can assert that it fails.
  *
- * All archives share one browser context: the service worker installs once (~1.5 s saved per
- * archive), and each archive is its own collection, under its own URL, in its own IndexedDB.
+ * All archives share one browser context: the service worker installs once, and each archive is
+ * its own collection, under its own URL, in its own IndexedDB database.
  */
 import { createHash } from "node:crypto";
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from "playwright-core";
