@@ -11,8 +11,8 @@
  * A progress bar on a terminal (stderr) in every mode. Exit 0 when everything was read cleanly,
  * 1 when some file had errors (the rest is still loaded / indexed), 2 on usage errors.
  */
-import { parseArgs } from "node:util";
 import { errorMessage } from "../core/errors.js";
+import { commandArgs } from "./commandArgs.js";
 import { createLogger, type Logger } from "../core/log.js";
 import { importWarcsInto, SKIP_REASONS, storeSink, type ImportProgress, type ImportSink, type ImportSummary, type SkipReason } from "../dedup/importer.js";
 import { openSqliteDedupStore } from "../dedup/sqliteStore.js";
@@ -53,34 +53,16 @@ export interface IndexIo {
 
 export async function indexCommand(argv: string[], out: (s: string) => void, io: Partial<IndexIo> = {}): Promise<number> {
   const err = io.err ?? ((s: string) => void process.stderr.write(s));
-  const usage = (msg: string) => {
-    err(`lathe index: ${msg}\n\n${INDEX_HELP}`);
-    return 2;
-  };
-  let values: Record<string, string | boolean | undefined>;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        "dedup-db": { type: "string" },
-        bucket: { type: "string" },
-        cdxj: { type: "boolean" },
-        cdx11: { type: "boolean" },
-        merge: { type: "boolean" },
-        output: { type: "string", short: "o" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (e) {
-    return usage(errorMessage(e));
-  }
-  if (values.help) {
-    out(INDEX_HELP);
-    return 0;
-  }
+  const args = commandArgs("index", INDEX_HELP, argv, {
+    "dedup-db": { type: "string" },
+    bucket: { type: "string" },
+    cdxj: { type: "boolean" },
+    cdx11: { type: "boolean" },
+    merge: { type: "boolean" },
+    output: { type: "string", short: "o" },
+  }, out, err);
+  if (typeof args === "number") return args;
+  const { values, positionals, usage } = args;
   const modes = (["dedup-db", "cdxj", "cdx11", "merge"] as const).filter((m) => values[m] !== undefined);
   if (modes.length > 1) return usage(`--${modes[0]} and --${modes[1]} do not go together`);
   if (values.cdxj || values.cdx11 || values.merge) {

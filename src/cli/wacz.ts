@@ -3,9 +3,8 @@
  * of lathe's WARC directory, or a closed recording session. The file appears only when complete.
  * A progress line on a terminal (stderr). Exit 0 written, 1 not written (why on stderr), 2 usage.
  */
-import { parseArgs } from "node:util";
 import { basename } from "node:path";
-import { errorMessage } from "../core/errors.js";
+import { commandArgs } from "./commandArgs.js";
 import { mallocTrimHelper, startMallocTrimming } from "../core/mallocTrim.js";
 import { writeWaczFile, type WaczSummary } from "../wacz/output.js";
 import type { WaczProgress } from "../wacz/packager.js";
@@ -44,33 +43,15 @@ const PAGE_RULES: Record<PageRule, string> = {
 
 export async function waczCommand(argv: string[], out: (s: string) => void, io: Partial<WaczIo> = {}): Promise<number> {
   const err = io.err ?? ((s: string) => void process.stderr.write(s));
-  const usage = (msg: string) => {
-    err(`lathe wacz: ${msg}\n\n${WACZ_HELP}`);
-    return 2;
-  };
-  let values: Record<string, string | boolean | undefined>;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        output: { type: "string", short: "o" },
-        collection: { type: "string" },
-        session: { type: "string" },
-        dir: { type: "string" },
-        title: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (e) {
-    return usage(errorMessage(e));
-  }
-  if (values.help) {
-    out(WACZ_HELP);
-    return 0;
-  }
+  const args = commandArgs("wacz", WACZ_HELP, argv, {
+    output: { type: "string", short: "o" },
+    collection: { type: "string" },
+    session: { type: "string" },
+    dir: { type: "string" },
+    title: { type: "string" },
+  }, out, err);
+  if (typeof args === "number") return args;
+  const { values, positionals, usage } = args;
   const output = values.output;
   if (typeof output !== "string" || output === "") return usage("--output FILE.wacz is required");
   if (!output.endsWith(".wacz")) return usage(`--output must name a .wacz file, got ${JSON.stringify(output)}`);
