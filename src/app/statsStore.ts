@@ -12,5 +12,5 @@ import { type StatsStore, localStatsStore } from "../warcprox/statsStore.js";
 
 export async function openStatsStore(config: Config, shared: SharedDatabase | null, log: Logger): Promise<StatsStore> {
   if (!shared) return localStatsStore(new StatsRegistry());
-  return FleetStats.open({ db: shared, log, heartbeatMs: config.shared.heartbeatMs });
+  return FleetStats.open({ db: shared, log });
 }

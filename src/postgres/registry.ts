@@ -54,7 +54,9 @@ export interface RegistryOptions {
   load: () => InstanceLoad;
 }
 
-const LIVE = `heartbeat_at > now() - ${MISSED_BEATS} * heartbeat_ms * interval '1 millisecond'`;
+/** SQL: the `instances` row `row` (a table name or alias) is live. The one definition, also for statsTables.ts. */
+export const liveRow = (row: string) => `${row}.heartbeat_at > now() - ${MISSED_BEATS} * ${row}.heartbeat_ms * interval '1 millisecond'`;
+const LIVE = liveRow("instances");
 
 /**
  * Remove dead instances, their claims and their reservations; also reservations whose instance

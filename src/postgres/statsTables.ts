@@ -16,6 +16,7 @@
  *   same order, so C + R never drops below the truth.
  * - Every statement that locks several rows takes them in the same "C" order.
  */
+import { liveRow } from "./registry.js";
 import type pg from "pg";
 import { sqlState } from "./connect.js";
 
@@ -124,22 +125,17 @@ const RESERVE_UNJUDGED = `WITH locked AS (SELECT bucket FROM stats_buckets WHERE
   SELECT $1, $2, $3, $4, $5 WHERE (SELECT count(*) FROM locked) = cardinality($3::text[])
   RETURNING id`;
 
-/**
- * Reservation `r` is held by a live instance: this one (`me`), or one the registry lists as live
- * (registry.ts: a heartbeat within 3 of its own intervals; `windowMs`, this instance's 3
- * intervals, only for a row without one).
- */
-const liveInstance = (me: string, windowMs: string) =>
-  `(r.instance = ${me} OR EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance AND i.heartbeat_at > now() - COALESCE(3 * i.heartbeat_ms, ${windowMs}::double precision) * interval '1 millisecond'))`;
+/** Reservation `r` is held by a live instance: this one (`me`), or one the registry lists as live. */
+const liveInstance = (me: string) => `(r.instance = ${me} OR EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance AND ${liveRow("i")}))`;
 
 const RESERVED = `SELECT b.bucket, count(*)::int AS total, (count(*) FILTER (WHERE r.may_new))::int AS new, (count(*) FILTER (WHERE r.may_revisit))::int AS revisit
   FROM stats_reservations r CROSS JOIN LATERAL unnest(r.buckets) AS b(bucket)
-  WHERE r.buckets && $1::text[] AND b.bucket = ANY($1::text[]) AND ${liveInstance("$2", "$3")}
+  WHERE r.buckets && $1::text[] AND b.bucket = ANY($1::text[]) AND ${liveInstance("$2")}
   GROUP BY b.bucket`;
 
 // R as above, and this admission's own reservation inserted by the same statement (the count,
 // from the statement's snapshot, does not see it): one round trip less while the rows are locked.
-const RESERVE_COUNTING = `WITH mine AS (INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit) VALUES ($4, $2, $5, $6, $7))
+const RESERVE_COUNTING = `WITH mine AS (INSERT INTO stats_reservations (id, instance, buckets, may_new, may_revisit) VALUES ($3, $2, $4, $5, $6))
   ${RESERVED}`;
 
 const SETTLE = `WITH gone AS (DELETE FROM stats_reservations WHERE id = $1 RETURNING id),
@@ -154,19 +150,15 @@ const APPLY_BATCH = `WITH forgotten AS (DELETE FROM applied_batches WHERE id = A
 export interface StatsTablesOptions {
   /** This instance's id (its reservations count even before its first heartbeat); read at each use, as it is final only once the proxy listens. */
   instance: () => string;
-  /** Reservations of an instance whose heartbeat is older than this are ignored (it is gone). */
-  liveWindowMs: number;
 }
 
 export class StatsTables {
   readonly #instance: () => string;
-  readonly #liveWindowMs: number;
   /** Buckets known to have a committed row (rows are never deleted): their upsert is skipped. */
   readonly #known = new Set<string>();
 
   constructor(o: StatsTablesOptions) {
     this.#instance = o.instance;
-    this.#liveWindowMs = o.liveWindowMs;
   }
 
   get instance(): string {
@@ -204,7 +196,7 @@ export class StatsTables {
 
   /** R per bucket: reservations of live instances (this one, or a recent heartbeat) holding it. */
   async reserved(c: Sql, buckets: readonly string[]): Promise<Map<string, ReservedCounts>> {
-    const r = await c.query<ReservedCounts & { bucket: string }>(RESERVED, [buckets, this.instance, this.#liveWindowMs]);
+    const r = await c.query<ReservedCounts & { bucket: string }>(RESERVED, [buckets, this.instance]);
     return reservedMap(r.rows);
   }
 
@@ -213,7 +205,7 @@ export class StatsTables {
    * transaction that locked them: roll back to take the reservation back).
    */
   async reserveCounting(c: pg.PoolClient, buckets: readonly string[], r: ReservationRow): Promise<Map<string, ReservedCounts>> {
-    const res = await c.query<ReservedCounts & { bucket: string }>(RESERVE_COUNTING, [buckets, this.instance, this.#liveWindowMs, r.id, r.buckets, r.mayNew, r.mayRevisit]);
+    const res = await c.query<ReservedCounts & { bucket: string }>(RESERVE_COUNTING, [buckets, this.instance, r.id, r.buckets, r.mayNew, r.mayRevisit]);
     return reservedMap(res.rows);
   }
 
@@ -272,7 +264,7 @@ export class StatsTables {
    * than `olderThanMs`, and stats batch records left by runs that died before forgetting them.
    */
   async dropAbandoned(q: Sql, olderThanMs: number): Promise<void> {
-    await q.query(`DELETE FROM stats_reservations r WHERE r.created_at < now() - $1::double precision * interval '1 millisecond' AND NOT ${liveInstance("$2", "$3")}`, [olderThanMs, this.instance, this.#liveWindowMs]);
+    await q.query(`DELETE FROM stats_reservations r WHERE r.created_at < now() - $1::double precision * interval '1 millisecond' AND NOT ${liveInstance("$2")}`, [olderThanMs, this.instance]);
     await q.query(`DELETE FROM applied_batches WHERE id LIKE '${STATS_BATCH_PREFIX}%' AND applied_at < now() - $1::double precision * interval '1 millisecond'`, [olderThanMs]);
   }
 }

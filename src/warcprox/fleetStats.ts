@@ -38,8 +38,6 @@ import { type Decision, WAIT, awaitVerdict } from "./fleetWait.js";
 export interface FleetStatsOptions {
   db: SharedDatabase;
   log: Logger;
-  /** The registry's heartbeat interval: an instance silent for 3 of them holds no reservation. */
-  heartbeatMs: number;
   /** How often held tallies are sent (default 250 ms). */
   flushMs?: number;
   /** How often undecided admissions decide again without a notification (default 1000 ms). */
@@ -83,7 +81,7 @@ export class FleetStats implements StatsStore {
   private constructor(o: FleetStatsOptions) {
     this.#db = o.db;
     this.#log = o.log;
-    this.#tables = new StatsTables({ instance: () => o.db.instanceId, liveWindowMs: 3 * o.heartbeatMs });
+    this.#tables = new StatsTables({ instance: () => o.db.instanceId });
     this.#held = new HeldCounts(this.#tables);
     this.#listener = new NotifyListener(o.db, SETTLED_CHANNEL, () => this.#kickAll());
   }

@@ -9,7 +9,7 @@ import { openAs, registerInstances } from "../helpers/fleet.js";
 let server: PostgresServer;
 let db: SharedDatabase;
 let dbName: string;
-const tables = () => new StatsTables({ instance: () => "me", liveWindowMs: 15_000 });
+const tables = () => new StatsTables({ instance: () => "me" });
 
 beforeAll(async () => {
   server = await startPostgres();

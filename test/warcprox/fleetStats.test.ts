@@ -27,7 +27,7 @@ let b: FleetStats;
 async function instance(url: string, id: string, recheckMs = 60_000): Promise<FleetStats> {
   const db = await openAs(url, id);
   dbs.push(db);
-  const s = await FleetStats.open({ db, log: silentLogger, heartbeatMs: 5000, flushMs: 50, recheckMs });
+  const s = await FleetStats.open({ db, log: silentLogger, flushMs: 50, recheckMs });
   fleets.push(s);
   return s;
 }
