@@ -11,10 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIndexPass } from "../../src/wacz/indexPass.js";
 import { startIndexPass } from "../../src/wacz/indexThread.js";
 import { WaczError } from "../../src/wacz/waczError.js";
-import { sharedDir } from "../helpers/shared.js";
+import { describeUsing, sharedDir } from "../helpers/shared.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const CONF = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS").path;
+const CONFORMANCE = sharedDir("conformance/warcs", "LATHE_CONFORMANCE_WARCS");
+const CONF = CONFORMANCE.path;
 const FILES = ["pywb-example2.warc.gz", "jwarc-recorder.warc.gz", "pywb-iana.warc.gz"].map((f) => join(CONF, f));
 
 let work = "";
@@ -31,7 +32,7 @@ const fresh = async (name: string) => {
   return dir;
 };
 
-describe("the index pass in a worker thread", () => {
+describeUsing(CONFORMANCE, "the index pass in a worker thread", () => {
   it("gives what the pass gives in this thread, and reports progress", async () => {
     const progress: number[] = [];
     const there = await startIndexPass({ paths: FILES, pages: { kind: "detect" }, work: await fresh("worker") }, (done) => progress.push(done));

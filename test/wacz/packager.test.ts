@@ -19,7 +19,7 @@ import { writeWaczFile } from "../../src/wacz/output.js";
 import { viaProxy } from "../helpers/client.js";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
 import { startHttpOrigin, type Origin } from "../helpers/origin.js";
-import { sharedDir } from "../helpers/shared.js";
+import { describeUsing, sharedDir } from "../helpers/shared.js";
 import { checkWacz, dataOffset, sha256 } from "../helpers/wacz.js";
 import { warcFiles } from "../helpers/warcs.js";
 
@@ -154,18 +154,20 @@ describe("a WACZ of lathe's own WARCs", () => {
     ]);
   });
 
-  it("falls back to every text/html 200 answer when no request says what was a navigation", async () => {
-    const f = join(CONFORMANCE.path, "pywb-example2.warc.gz");
-    const out = join(tmp, "other.wacz");
-    const summary = await writeWaczFile({ files: [f], pages: { kind: "detect" }, title: "other" }, out);
-    const { wacz, problems } = await checkWacz(out);
-    expect(problems).toEqual([]);
-    expect(summary.pageRule).toBe("html");
-    const html = wacz.lines.filter((l) => l.json.mime === "text/html" && l.json.status === "200").map((l) => l.json.url);
-    expect(wacz.pages.map((p) => p.url).sort()).toEqual([...new Set(html)].sort());
-    expect(wacz.pages.length).toBeGreaterThan(0);
-    // Nothing of the work is left beside the output.
-    expect((await readdir(tmp)).filter((n) => n.startsWith("."))).toEqual([]);
-    expect(createHash("sha256").update(readFileSync(out)).digest("hex")).toMatch(/^[0-9a-f]{64}$/);
+  describeUsing(CONFORMANCE, "on a conformance WARC", () => {
+    it("falls back to every text/html 200 answer when no request says what was a navigation", async () => {
+      const f = join(CONFORMANCE.path, "pywb-example2.warc.gz");
+      const out = join(tmp, "other.wacz");
+      const summary = await writeWaczFile({ files: [f], pages: { kind: "detect" }, title: "other" }, out);
+      const { wacz, problems } = await checkWacz(out);
+      expect(problems).toEqual([]);
+      expect(summary.pageRule).toBe("html");
+      const html = wacz.lines.filter((l) => l.json.mime === "text/html" && l.json.status === "200").map((l) => l.json.url);
+      expect(wacz.pages.map((p) => p.url).sort()).toEqual([...new Set(html)].sort());
+      expect(wacz.pages.length).toBeGreaterThan(0);
+      // Nothing of the work is left beside the output.
+      expect((await readdir(tmp)).filter((n) => n.startsWith("."))).toEqual([]);
+      expect(createHash("sha256").update(readFileSync(out)).digest("hex")).toMatch(/^[0-9a-f]{64}$/);
+    });
   });
 });
