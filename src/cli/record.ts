@@ -200,7 +200,7 @@ async function packageRecording(r: RecordResult, path: string, out: (s: string) 
   }
   const pages = r.pages.map((p) => ({ url: p.finalUrl ?? p.url, title: p.title, recordId: p.pageRecordId }));
   try {
-    const s = await writeWaczFile({ files: r.files.map((f) => join(r.warcDir, f)), pages: { kind: "given", pages }, title: `lathe record: session ${r.sessionId} (collection ${r.collection})` }, path);
+    const s = await writeWaczFile({ files: r.files.map((f) => join(r.warcDir, f)), pages: { kind: "given", pages }, title: `lathe record: session ${r.sessionId} (collection ${r.collection})`, ownIndexes: true }, path);
     out(formatWaczSummary(s));
     return true;
   } catch (e) {

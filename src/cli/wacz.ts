@@ -71,7 +71,7 @@ export async function waczCommand(argv: string[], out: (s: string) => void, io: 
     const src = sourceOf(values, positionals);
     for (const f of src.leftOut) err(`lathe wacz: left out ${f}: still being written\n`);
     const title = typeof values.title === "string" ? values.title : src.title;
-    const summary = await writeWaczFile({ files: src.files, pages: src.pages, title }, output, onProgress);
+    const summary = await writeWaczFile({ files: src.files, pages: src.pages, title, ownIndexes: src.ownIndexes }, output, onProgress);
     bar?.clear();
     out(formatWaczSummary(summary));
     return 0;
@@ -103,7 +103,7 @@ function sourceOf(values: Record<string, string | boolean | undefined>, position
   const dir = typeof values.dir === "string" ? values.dir : "./warcs";
   if (typeof values.collection === "string") return collectionSourceIn(dir, values.collection);
   if (typeof values.session === "string") return sessionSourceIn(dir, values.session);
-  return { files: positionals, title: basename(positionals[0]!), pages: { kind: "detect" }, leftOut: [] };
+  return { files: positionals, title: basename(positionals[0]!), pages: { kind: "detect" }, leftOut: [], ownIndexes: false };
 }
 
 export function formatWaczSummary(s: WaczSummary): string {
@@ -112,5 +112,6 @@ export function formatWaczSummary(s: WaczSummary): string {
     `  WARC files:  ${s.files}`,
     `  index lines: ${s.lines}`,
     `  pages:       ${s.pages} (${PAGE_RULES[s.pageRule]})`,
+    `  index from:  ${s.indexedFrom === "own-indexes" ? "lathe's own index of each file (its payloads were not inflated)" : "every record, read again"}`,
   ].join("\n") + "\n";
 }

@@ -19,7 +19,7 @@ export interface WaczFacadeDeps {
 }
 
 async function download(src: PackageSource, filename: string, signal?: AbortSignal): Promise<WaczDownload> {
-  const prepared = await prepareWacz({ files: src.files, pages: src.pages, title: src.title }, undefined, signal);
+  const prepared = await prepareWacz({ files: src.files, pages: src.pages, title: src.title, ownIndexes: src.ownIndexes }, undefined, signal);
   return { prepared, filename, leftOut: src.leftOut };
 }
 

@@ -26,7 +26,11 @@ export interface IndexPassResult {
   cdxPath: string;
   pages: Page[];
   pageRule: PageRule;
+  indexedFrom: IndexSource;
 }
+
+/** lathe's own indexes beside the files (guidedPass.ts), or every record read (here). */
+export type IndexSource = "own-indexes" | "records";
 
 export type OnIndexProgress = (bytesDone: number, bytesTotal: number) => void;
 
@@ -56,7 +60,7 @@ export async function runIndexPass(req: IndexPassRequest, onProgress?: OnIndexPr
   if (problems.length > 0) throw new WaczError("damaged", damageMessage(problems));
   for (const p of req.paths) if (!records.get(p)) throw new WaczError("damaged", `${p} holds no WARC record`);
   const { pages, rule } = collector.result();
-  return { index, cdxPath, pages, pageRule: rule };
+  return { index, cdxPath, pages, pageRule: rule, indexedFrom: "records" };
 }
 
 function damageMessage(problems: WarcReadProblem[]): string {

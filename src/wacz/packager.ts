@@ -22,8 +22,9 @@ import { VERSION } from "../core/version.js";
 import { CDX_GZ_NAME } from "./compressedIndex.js";
 import { datapackageDigestJson, datapackageJson, HASH_PLACEHOLDER, type PackageMeta, type Resource } from "./datapackage.js";
 import { bufferEntry, copyFileEntry, copyRing, type Sha256 } from "./entryCopy.js";
-import type { IndexPassResult } from "./indexPass.js";
+import type { IndexPassResult, IndexSource } from "./indexPass.js";
 import { startIndexPass } from "./indexThread.js";
+import { runGuidedPass } from "./guidedPass.js";
 import { checkWarcInputs, type WarcInput } from "./inputs.js";
 import { pagesJsonl, type PageRule, type PageSource } from "./pages.js";
 import { type ByteSink, ZipWriter, zipLength } from "./zipWriter.js";
@@ -37,6 +38,11 @@ export interface WaczSpec {
   description?: string;
   /** Where the temporary directory goes (default the OS's). */
   tmpDir?: string;
+  /**
+   * The files are lathe's own, closed with their CDXJ beside them (a collection, a session): that
+   * index is used instead of reading every record again when it fits the file (guidedPass.ts).
+   */
+  ownIndexes?: boolean;
   /** Tests: ZIP64 records even for a small package. */
   forceZip64?: boolean;
 }
@@ -58,6 +64,8 @@ export interface WaczFacts {
   lines: number;
   pages: number;
   pageRule: PageRule;
+  /** Where the index came from: lathe's indexes beside the files, or a reading of every record. */
+  indexedFrom: IndexSource;
 }
 
 export interface PreparedWacz extends WaczFacts {
@@ -95,9 +103,14 @@ async function startJob(spec: WaczSpec): Promise<Job> {
   return { inputs, work, meta, created, zipOpts: { forceZip64: spec.forceZip64 === true }, resources: [], ring: copyRing() };
 }
 
-function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<IndexPassResult> {
+async function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<IndexPassResult> {
   const progress = onProgress ? (done: number, total: number) => onProgress({ phase: "index", bytesDone: done, bytesTotal: total }) : undefined;
-  return startIndexPass({ paths: job.inputs.map((i) => i.path), pages: spec.pages, work: job.work }, progress, signal);
+  const req = { paths: job.inputs.map((i) => i.path), pages: spec.pages, work: job.work };
+  if (spec.ownIndexes) {
+    const guided = await runGuidedPass(req, progress);
+    if (guided) return guided;
+  }
+  return startIndexPass(req, progress, signal);
 }
 
 /** `signal`: the package is no longer wanted (its index pass stops). */
@@ -152,7 +165,7 @@ export async function writeWacz(spec: WaczSpec, sink: ByteSink, onProgress?: OnW
 }
 
 function factsOf(job: Job, pass: IndexPassResult, size: number): WaczFacts {
-  return { size, files: job.inputs.length, lines: pass.index.lines, pages: pass.pages.length, pageRule: pass.pageRule };
+  return { size, files: job.inputs.length, lines: pass.index.lines, pages: pass.pages.length, pageRule: pass.pageRule, indexedFrom: pass.indexedFrom };
 }
 
 /** An entry listed in datapackage.json once written. */

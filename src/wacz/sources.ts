@@ -24,6 +24,8 @@ export interface PackageSource {
   pages: PageSource;
   /** Files still being written, left out (names in the WARC directory). */
   leftOut: string[];
+  /** lathe wrote the files, with their indexes beside them (WaczSpec.ownIndexes). */
+  ownIndexes: boolean;
 }
 
 /** `lathe-cdx/files.tsv`: `WARC file name TAB collection`, one line per file. */
@@ -54,7 +56,7 @@ export function collectionSource(warcDir: string, name: string): PackageSource {
     const why = leftOut.length > 0 ? `its ${leftOut.length} file(s) are still being written; they close at rollover (warc.idleRolloverMs, warc.maxFileBytes), when its sessions close, or when lathe stops` : `lathe has recorded no WARC file for it in ${warcDir}`;
     throw new WaczError("conflict", `collection ${JSON.stringify(name)} has no closed WARC file to package: ${why}`);
   }
-  return { files, title: name, pages: { kind: "detect" }, leftOut };
+  return { files, title: name, pages: { kind: "detect" }, leftOut, ownIndexes: true };
 }
 
 /** A session's package, from its last summary. */
@@ -69,7 +71,7 @@ export function sessionSource(warcDir: string, s: SessionSummary): PackageSource
   const files = s.files.map((f) => join(warcDir, f));
   const missing = files.find((f) => !existsSync(f));
   if (missing) throw new WaczError("not-found", `session ${s.id}'s file ${missing} is missing`);
-  return { files, title: `session ${s.id} (collection ${s.collection})`, pages: { kind: "detect", from: new Date(s.createdAt), to: new Date(s.closedAt) }, leftOut: [] };
+  return { files, title: `session ${s.id} (collection ${s.collection})`, pages: { kind: "detect", from: new Date(s.createdAt), to: new Date(s.closedAt) }, leftOut: [], ownIndexes: true };
 }
 
 function checkWarcDir(dir: string): void {
