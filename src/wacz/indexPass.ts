@@ -1,5 +1,6 @@
 /**
- * The one pass over a WACZ's WARC files (issue #23): lathe's own CDXJ indexer — the one
+ * The one pass over a WACZ's WARC files (issue #23) — unless they are lathe's own with their
+ * index beside them, and that index fits (guidedPass.ts): lathe's own CDXJ indexer — the one
  * `lathe index --cdxj` runs — gives the sorted index, written in compressed blocks to the work
  * directory, and, from the same records, the page list. Damage anywhere (not a WARC, a truncated
  * or corrupt member, a file without a record) fails the pass with every problem named.
@@ -7,6 +8,7 @@
  */
 import { join } from "node:path";
 import { buildIndex } from "../index/build.js";
+import { runGuidedPass } from "./guidedPass.js";
 import type { WarcReadProblem, WarcRecord } from "../warc/reader.js";
 import { CDX_GZ_NAME, writeCompressedIndex, type CompressedIndex } from "./compressedIndex.js";
 import { PageCollector, type Page, type PageRule, type PageSource } from "./pages.js";
@@ -18,6 +20,8 @@ export interface IndexPassRequest {
   pages: PageSource;
   /** Where index.cdx.gz and the sort's runs go. */
   work: string;
+  /** lathe's own files with their indexes beside them: tried first (guidedPass.ts). */
+  ownIndexes?: boolean;
 }
 
 export interface IndexPassResult {
@@ -40,6 +44,11 @@ const SORT_MEMORY_CHARS = 4 * 1024 * 1024;
 const LISTED_PROBLEMS = 5;
 
 export async function runIndexPass(req: IndexPassRequest, onProgress?: OnIndexProgress): Promise<IndexPassResult> {
+  const guided = req.ownIndexes ? await runGuidedPass(req, onProgress) : null;
+  return guided ?? readEveryRecord(req, onProgress);
+}
+
+async function readEveryRecord(req: IndexPassRequest, onProgress?: OnIndexProgress): Promise<IndexPassResult> {
   const collector = new PageCollector(req.pages);
   const problems: WarcReadProblem[] = [];
   const records = new Map<string, number>();

@@ -24,7 +24,6 @@ import { datapackageDigestJson, datapackageJson, HASH_PLACEHOLDER, type PackageM
 import { bufferEntry, copyFileEntry, copyRing, type Sha256 } from "./entryCopy.js";
 import type { IndexPassResult, IndexSource } from "./indexPass.js";
 import { startIndexPass } from "./indexThread.js";
-import { runGuidedPass } from "./guidedPass.js";
 import { checkWarcInputs, type WarcInput } from "./inputs.js";
 import { pagesJsonl, type PageRule, type PageSource } from "./pages.js";
 import { type ByteSink, ZipWriter, zipLength } from "./zipWriter.js";
@@ -103,14 +102,9 @@ async function startJob(spec: WaczSpec): Promise<Job> {
   return { inputs, work, meta, created, zipOpts: { forceZip64: spec.forceZip64 === true }, resources: [], ring: copyRing() };
 }
 
-async function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<IndexPassResult> {
+function indexPassOf(job: Job, spec: WaczSpec, onProgress?: OnWaczProgress, signal?: AbortSignal): Promise<IndexPassResult> {
   const progress = onProgress ? (done: number, total: number) => onProgress({ phase: "index", bytesDone: done, bytesTotal: total }) : undefined;
-  const req = { paths: job.inputs.map((i) => i.path), pages: spec.pages, work: job.work };
-  if (spec.ownIndexes) {
-    const guided = await runGuidedPass(req, progress);
-    if (guided) return guided;
-  }
-  return startIndexPass(req, progress, signal);
+  return startIndexPass({ paths: job.inputs.map((i) => i.path), pages: spec.pages, work: job.work, ownIndexes: spec.ownIndexes === true }, progress, signal);
 }
 
 /** `signal`: the package is no longer wanted (its index pass stops). */
