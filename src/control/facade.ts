@@ -63,7 +63,7 @@ export interface ControlFacade {
   createCollection(input: CollectionInput): Collection;
   updateCollection(name: string, input: CollectionInput): Promise<Collection>;
   deleteCollection(name: string): Promise<void>;
-  openSession(input: { collection?: string; port?: number; rejectInvalidCerts?: boolean; denyHosts?: string[] }): Promise<SessionInfo>;
+  openSession(input: { collection?: string; port?: number; rejectInvalidCerts?: boolean; denyHosts?: string[]; exemptFromPoliteness?: boolean }): Promise<SessionInfo>;
   listSessions(): SessionInfo[];
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;

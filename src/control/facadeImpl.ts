@@ -155,6 +155,7 @@ export function createFacade(d: FacadeDeps): ControlFacade {
       const { session, password } = d.sessions.create(name, d.config.proxy.host, {
         ...(input.rejectInvalidCerts ? { rejectInvalidCerts: true } : {}),
         ...(input.denyHosts ? { denyHosts: input.denyHosts } : {}),
+        ...(input.exemptFromPoliteness ? { exemptFromPoliteness: true } : {}),
       });
       try {
         const { server, port } = await d.startSessionServer(session, input.port ?? 0);
