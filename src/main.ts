@@ -20,6 +20,7 @@ import { loadCertificates } from "./app/certificates.js";
 import { CollectionCounters } from "./app/collectionCounters.js";
 import { openCollectionsAndIndex } from "./app/collectionsAndIndex.js";
 import { buildControlFacade } from "./app/controlFacade.js";
+import { Politeness } from "./politeness/politeness.js";
 import { startControlServer } from "./app/controlServer.js";
 import { FleetMembership, instanceIdOf } from "./app/fleetRegistry.js";
 import { InFlightExchanges } from "./app/inFlight.js";
@@ -81,12 +82,13 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
   const inFlight = new InFlightExchanges();
   const counters = new CollectionCounters();
   const stats = await openStatsStore(config, shared, log);
-  const reports = new StatusReports({ config, dedupIndex, pipeline, inFlight, sessions, collections, counters, stats });
-  const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports });
+  const politeness = new Politeness();
+  const reports = new StatusReports({ config, dedupIndex, pipeline, inFlight, sessions, collections, counters, stats, politeness });
+  const ctx = buildProxyContext({ config, clock, ids, log, connector, pipeline, collections, sessions, stats, counters, inFlight, reports, politeness });
   const proxy = createProxyServer(ctx, leafSource);
   const sessionServers = new SessionServers(ctx, leafSource, own);
   const fleet = new FleetMembership({ config, log, inFlight, captures: () => pipeline.archiver.stats.captures });
-  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports, fleet: fleet.answer });
+  const facade = buildControlFacade({ config, clock, ids, collections, sessions, pipeline, caPem: ca.caCertPem, sessionServers, reports, fleet: fleet.answer, politeness });
 
   const address = await proxy.listen(config.proxy.port, config.proxy.host);
   port = address.port;

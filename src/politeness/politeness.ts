@@ -42,6 +42,21 @@ export interface PolitenessCounts {
   robotsFetches: number;
 }
 
+export interface PolitenessReport extends PolitenessCounts {
+  /** Hosts the gates know now (idle ones are forgotten), requests at them and waiting, hosts in back-off. */
+  hosts: HostView[];
+  hostsKnown: number;
+  active: number;
+  queued: number;
+  backingOff: number;
+  robotsCached: number;
+  /** false: each instance of a fleet keeps its own gates (hosts are not coordinated across instances). */
+  coordinated: false;
+}
+
+/** Hosts a report lists (the busiest); the totals count them all. */
+const REPORTED_HOSTS = 100;
+
 export class Politeness {
   readonly gates: HostGates;
   readonly robots: RobotsCache;
@@ -71,9 +86,16 @@ export class Politeness {
     }
   }
 
-  /** Per-host state for /status, the control API, /metrics and the live page. */
-  hosts(): HostView[] {
-    return this.gates.snapshot();
+  /** Per-host state for /status, the control API, /metrics and the live page: the busiest hosts first. */
+  report(maxHosts = REPORTED_HOSTS): PolitenessReport {
+    const all = this.gates.snapshot();
+    const totals = { hostsKnown: all.length, active: 0, queued: 0, backingOff: 0 };
+    for (const h of all) {
+      totals.active += h.active;
+      totals.queued += h.queued;
+      if (h.backoffMs > 0) totals.backingOff++;
+    }
+    return { ...totals, robotsCached: this.robots.entries().length, ...structuredClone(this.counts), coordinated: false, hosts: all.slice(0, maxHosts) };
   }
 
   /** The 403 when robots.txt disallows the URL, else null (its Crawl-delay now applies to the host). */
