@@ -221,6 +221,26 @@ describe("politeness off", () => {
   });
 });
 
+describe("what is visible", () => {
+  it("queues, gaps and back-offs per host in the control API, the proxy's /status and /metrics; bad policies are 400s naming the key", async () => {
+    const held = [get("steady", "vis.test", "/hold/1000"), get("steady", "vis.test", "/v/1"), get("steady", "vis.test", "/v/2")];
+    for (let i = 0; i < 100 && at("vis.test").length === 0; i++) await sleep(10);
+    const api = (await (await fetch(`${lathe.controlUrl}/api/v1/politeness`)).json()) as { hosts: Array<Record<string, unknown>>; queued: number; policies: Record<string, { enabled: boolean }>; coordinated: boolean };
+    expect(api.hosts.find((h) => h.host === "vis.test")).toMatchObject({ active: 1, queued: 2, delayMs: 200 });
+    expect(api.hosts.find((h) => h.host === "b500.test")).toMatchObject({ lastStatus: 200, consecutiveFailures: 0 });
+    expect(api).toMatchObject({ coordinated: false, policies: { default: { enabled: false }, steady: { enabled: true } } });
+    const status = (await (await fetch(`${lathe.proxyUrl}/status`)).json()) as { lathe: { politeness: { hosts: Array<Record<string, unknown>> } } };
+    expect(status.lathe.politeness.hosts.find((h) => h.host === "vis.test")).toMatchObject({ queued: 2 });
+    const metrics = await (await fetch(`${lathe.controlUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^lathe_politeness_requests_queued 2$/m);
+    expect(metrics).toMatch(/^lathe_politeness_refused_total\{rule="robots"\} [1-9]/m);
+    await Promise.all(held);
+    const bad = await fetch(`${lathe.controlUrl}/api/v1/collections`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "bad", politeness: { robots: "sometimes" } }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("politeness.robots: must be one of");
+  }, 20_000);
+});
+
 describe("the records", () => {
   it("robots.txt is recorded and indexed in the collection that needed it; refused URLs are not recorded", async () => {
     const robotsUrl = url("r.test", "/robots.txt");
