@@ -94,7 +94,7 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
   port = address.port;
   if (shared) shared.instanceId = instanceIdOf(config, port);
   own.set("proxy", address);
-  const control = await startControlServer({ config, log, warcDir, facade, collections, sessions, pipeline, cdx, own, proxy });
+  const control = await startControlServer({ config, log, warcDir, facade, collections, sessions, pipeline, cdx, own, proxy, politeness });
   ctx.crawlLog = openCrawlLog(config, warcDir, port);
   const proxyHostPort = hostPortOf(address);
   log.info("proxy-listening", { address: proxyHostPort, ca: ca.certPath, warcDir, hostname: hostname() });

@@ -222,7 +222,7 @@ describe("politeness off", () => {
 });
 
 describe("what is visible", () => {
-  it("queues, gaps and back-offs per host in the control API, the proxy's /status and /metrics; bad policies are 400s naming the key", async () => {
+  it("queues, gaps and back-offs per host in the control API, the proxy's /status, the live page's data and /metrics; bad policies are 400s naming the key", async () => {
     const held = [get("steady", "vis.test", "/hold/1000"), get("steady", "vis.test", "/v/1"), get("steady", "vis.test", "/v/2")];
     for (let i = 0; i < 100 && at("vis.test").length === 0; i++) await sleep(10);
     const api = (await (await fetch(`${lathe.controlUrl}/api/v1/politeness`)).json()) as { hosts: Array<Record<string, unknown>>; queued: number; policies: Record<string, { enabled: boolean }>; coordinated: boolean };
@@ -231,6 +231,8 @@ describe("what is visible", () => {
     expect(api).toMatchObject({ coordinated: false, policies: { default: { enabled: false }, steady: { enabled: true } } });
     const status = (await (await fetch(`${lathe.proxyUrl}/status`)).json()) as { lathe: { politeness: { hosts: Array<Record<string, unknown>> } } };
     expect(status.lathe.politeness.hosts.find((h) => h.host === "vis.test")).toMatchObject({ queued: 2 });
+    const live = (await (await fetch(`${lathe.controlUrl}/api/v1/live`)).json()) as { politeness: { hosts: Array<Record<string, unknown>> } };
+    expect(live.politeness.hosts.find((h) => h.host === "vis.test")).toMatchObject({ active: 1, queued: 2 });
     const metrics = await (await fetch(`${lathe.controlUrl}/metrics`)).text();
     expect(metrics).toMatch(/^lathe_politeness_requests_queued 2$/m);
     expect(metrics).toMatch(/^lathe_politeness_refused_total\{rule="robots"\} [1-9]/m);
