@@ -9,9 +9,9 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import http from "node:http";
 import type net from "node:net";
-import { chromium, type Browser } from "playwright-core";
 import { startTestLathe, type TestLathe } from "../helpers/lathe.js";
 import { within } from "../clients/util.js";
+import { launchRecordingBrowser, type RecordingBrowser } from "../../src/record/browser.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
@@ -25,7 +25,7 @@ describe.skipIf(!hasChromium)(`obey-except-embeds with Chromium${hasChromium ? "
   let origin: http.Server;
   let base = "";
   let lathe: TestLathe;
-  let browser: Browser | undefined;
+  let browser: RecordingBrowser | undefined;
   /** Each request the origin got: path and its Sec-Fetch-Dest. */
   const seen: Array<{ path: string; dest: string | undefined }> = [];
 
@@ -46,16 +46,8 @@ describe.skipIf(!hasChromium)(`obey-except-embeds with Chromium${hasChromium ? "
     lathe = await startTestLathe();
     lathe.facade.createCollection({ name: "embeds", politeness: { enabled: true, robots: "obey-except-embeds" } });
     const session = await lathe.facade.openSession({ collection: "embeds" });
-    browser = await within(
-      30_000,
-      chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        timeout: 30_000,
-        args: ["--no-sandbox", `--proxy-server=${session.proxyUrl}`, "--proxy-bypass-list=<-loopback>", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check"],
-      }),
-      "chromium.launch",
-    );
+    // Launched as `lathe record` launches it (decisions.md §9 flags, a fresh profile).
+    browser = await within(30_000, launchRecordingBrowser({ executablePath: CHROMIUM, headless: true, proxyUrl: session.proxyUrl, spkiSha256Base64: lathe.ca.spkiSha256Base64, root: true }), "chromium launch");
   }, 60_000);
 
   afterAll(async () => {
@@ -66,7 +58,7 @@ describe.skipIf(!hasChromium)(`obey-except-embeds with Chromium${hasChromium ? "
   });
 
   it("renders a page's disallowed images, and refuses a disallowed page and a disallowed image asked for as a page", async () => {
-    const page = await browser!.newPage();
+    const page = await browser!.context.newPage();
     const r = await page.goto(`${base}/index.html`, { timeout: PAGE_MS, waitUntil: "load" });
     expect(r?.status()).toBe(200);
     const widths = await page.evaluate(() => [...document.images].map((i) => i.naturalWidth));
