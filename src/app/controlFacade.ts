@@ -11,6 +11,7 @@ import { createFacade } from "../control/facadeImpl.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { SessionServers } from "./sessionServers.js";
 import type { StatusReports } from "./statusReports.js";
+import type { Politeness } from "../politeness/politeness.js";
 
 export interface ControlFacadeDeps {
   config: Config;
@@ -23,6 +24,7 @@ export interface ControlFacadeDeps {
   sessionServers: SessionServers;
   reports: StatusReports;
   fleet: () => Promise<FleetAnswer>;
+  politeness: Politeness;
 }
 
 export function buildControlFacade(d: ControlFacadeDeps): ControlFacade {
@@ -41,5 +43,6 @@ export function buildControlFacade(d: ControlFacadeDeps): ControlFacade {
     status: d.reports.controlStatus,
     fleet: d.fleet,
     metrics: d.reports.metrics,
+    politeness: () => d.politeness.report(),
   });
 }

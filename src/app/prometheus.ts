@@ -2,6 +2,7 @@
 import type { Archiver } from "../archive/pipeline.js";
 import type { WriterRegistry } from "../archive/writers.js";
 import { waitingTotals } from "./writerHealth.js";
+import type { PolitenessReport } from "../politeness/politeness.js";
 
 export interface MetricSources {
   archiver: Archiver;
@@ -9,6 +10,7 @@ export interface MetricSources {
   warcBytes: number;
   inFlight: number;
   sessionsOpen: number;
+  politeness: PolitenessReport;
 }
 
 export function prometheusText(s: MetricSources): string {
@@ -37,5 +39,19 @@ export function prometheusText(s: MetricSources): string {
   metric("lathe_capture_wait_seconds", "How long the oldest capture waiting for a writer has waited.", "gauge", [[{}, waiting.since === null ? 0 : (Date.now() - waiting.since) / 1000]]);
   metric("lathe_captures_lost_total", "Captures a closing writer gave up (written to lost/ if possible).", "counter", [[{}, archiver.troubles.lostCount]]);
   metric("lathe_captures_spool_truncated_total", "Captures recorded truncated because their spool could not be written.", "counter", [[{}, archiver.troubles.truncatedCount]]);
+  politenessMetrics(s.politeness, metric);
   return lines.join("\n") + "\n";
+}
+
+type Metric = (name: string, help: string, type: string, samples: Array<[Record<string, string>, number]>) => void;
+
+/** Totals only: a label per host would grow without bound on a crawl (the hosts are in /status and the control API). */
+function politenessMetrics(p: PolitenessReport, metric: Metric): void {
+  metric("lathe_politeness_hosts", "Hosts the politeness gates hold state for.", "gauge", [[{}, p.hostsKnown]]);
+  metric("lathe_politeness_requests_active", "Requests to polite hosts in flight.", "gauge", [[{}, p.active]]);
+  metric("lathe_politeness_requests_queued", "Requests waiting for their turn at a host.", "gauge", [[{}, p.queued]]);
+  metric("lathe_politeness_hosts_backing_off", "Hosts in back-off after a 5xx or 429.", "gauge", [[{}, p.backingOff]]);
+  metric("lathe_politeness_refused_total", "Requests politeness refused, by rule.", "counter", Object.entries(p.refused).map(([rule, n]) => [{ rule }, n]));
+  metric("lathe_politeness_robots_fetches_total", "robots.txt fetches.", "counter", [[{}, p.robotsFetches]]);
+  metric("lathe_politeness_embeds_exempted_total", "Page requisites robots.txt disallows that went ahead (obey-except-embeds).", "counter", [[{}, p.embedsExempted]]);
 }

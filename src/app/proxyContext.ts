@@ -9,6 +9,7 @@ import type { SessionRegistry } from "../archive/sessions.js";
 import type { ProxyContext } from "../proxy/context.js";
 import type { Connector } from "../upstream/connector.js";
 import { CrawlLog } from "../warcprox/crawlLog.js";
+import type { Politeness } from "../politeness/politeness.js";
 import type { StatsStore } from "../warcprox/statsStore.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
@@ -29,6 +30,7 @@ export interface ProxyContextDeps {
   counters: CollectionCounters;
   inFlight: InFlightExchanges;
   reports: StatusReports;
+  politeness: Politeness;
 }
 
 export function buildProxyContext(d: ProxyContextDeps): ProxyContext {
@@ -42,6 +44,7 @@ export function buildProxyContext(d: ProxyContextDeps): ProxyContext {
     writerFailure: writerFailureProbe(d.pipeline.writerRegistry, d.config.capture),
     collections: d.collections,
     sessions: d.sessions,
+    politeness: d.politeness,
     stats: d.stats,
     collectionCounters: d.counters.forCollection,
     // Opened by openCrawlLog once the proxy listens (each line names the port).

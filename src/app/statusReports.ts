@@ -11,6 +11,7 @@ import type { DedupIndex } from "../dedup/types.js";
 import { RunningStats } from "../warcprox/runningStats.js";
 import { errorMessage } from "../core/errors.js";
 import type { StatsStore } from "../warcprox/statsStore.js";
+import type { Politeness } from "../politeness/politeness.js";
 import { warcproxStatus } from "../warcprox/status.js";
 import type { ArchivePipeline } from "./archivePipeline.js";
 import type { CollectionCounters } from "./collectionCounters.js";
@@ -27,6 +28,7 @@ export interface StatusSources {
   collections: CollectionRegistry;
   counters: CollectionCounters;
   stats: StatsStore;
+  politeness: Politeness;
 }
 
 export class StatusReports {
@@ -60,6 +62,7 @@ export class StatusReports {
       }),
       ...this.waiting(),
       ...archiver.troubles.report(),
+      politeness: this.#s.politeness.report(),
     };
   };
 
@@ -110,6 +113,6 @@ export class StatusReports {
   /** `/metrics`, Prometheus text. */
   metrics = (): string => {
     const { pipeline, inFlight, sessions } = this.#s;
-    return prometheusText({ archiver: pipeline.archiver, writerRegistry: pipeline.writerRegistry, warcBytes: this.warcBytes(), inFlight: inFlight.size, sessionsOpen: sessions.list().length });
+    return prometheusText({ archiver: pipeline.archiver, writerRegistry: pipeline.writerRegistry, warcBytes: this.warcBytes(), inFlight: inFlight.size, sessionsOpen: sessions.list().length, politeness: this.#s.politeness.report(0) });
   };
 }

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import { ProxyError } from "../core/errors.js";
 import type { Config } from "../config/schema.js";
+import { POLITENESS_DEFAULTS, type PolitenessPolicy, applyPoliteness } from "../config/politeness.js";
 
 /** The warcinfo metadata of a collection: the same fields as the `warcinfo` config section. */
 export type WarcinfoFields = Config["warcinfo"];
@@ -19,6 +20,8 @@ export interface Collection {
   dedup: { policy: Config["dedup"]["policy"]; buckets: Config["dedup"]["buckets"] };
   warcVersion: "1.0" | "1.1";
   gzip: boolean;
+  /** Per-host politeness, robots.txt and User-Agent rules (issue #27). */
+  politeness: PolitenessPolicy;
 }
 
 /** What a client may send to create or update a collection (everything but the name optional). */
@@ -29,6 +32,7 @@ export interface CollectionInput {
   dedup?: Partial<Collection["dedup"]>;
   warcVersion?: "1.0" | "1.1";
   gzip?: boolean;
+  politeness?: Partial<PolitenessPolicy>;
 }
 
 export const COLLECTION_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -56,7 +60,7 @@ function checkText(field: string, v: unknown): string {
 /** Validate and apply `input` over `base` (pure); throws InputError naming the field. */
 export function applyInput(base: Collection, input: CollectionInput): Collection {
   if (!input || typeof input !== "object" || Array.isArray(input)) throw new InputError("(body)", "must be a JSON object");
-  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip"]);
+  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip", "politeness"]);
   for (const k of Object.keys(input)) if (!known.has(k)) throw new InputError(k, `unknown field; known: ${[...known].join(", ")}`);
   const out: Collection = structuredClone(base);
   if (input.prefix !== undefined) {
@@ -109,6 +113,11 @@ export function applyInput(base: Collection, input: CollectionInput): Collection
     if (typeof input.gzip !== "boolean") throw new InputError("gzip", "must be true or false");
     out.gzip = input.gzip;
   }
+  if (input.politeness !== undefined) {
+    out.politeness = applyPoliteness(out.politeness, input.politeness, "politeness", (field, why) => {
+      throw new InputError(field, why);
+    });
+  }
   return out;
 }
 
@@ -120,6 +129,7 @@ export function defaultCollection(config: Config): Collection {
     dedup: { policy: config.dedup.policy, buckets: structuredClone(config.dedup.buckets) },
     warcVersion: config.warc.version,
     gzip: config.warc.gzip,
+    politeness: structuredClone(config.politeness),
   };
 }
 
@@ -159,11 +169,14 @@ export class CollectionRegistry {
     }
     this.#defaults = defaultCollection(config);
     for (const row of this.#db.prepare("SELECT name, json FROM collections").all() as Array<{ name: string; json: string }>) {
-      this.#byName.set(row.name, JSON.parse(row.json) as Collection);
+      const stored = JSON.parse(row.json) as Collection;
+      // Collections saved before politeness existed have none: the defaults (off).
+      stored.politeness = { ...POLITENESS_DEFAULTS, ...stored.politeness, userAgent: { ...POLITENESS_DEFAULTS.userAgent, ...stored.politeness?.userAgent } };
+      this.#byName.set(row.name, stored);
     }
     // `default` follows the configuration at every start (its settings come from proxy.config.json).
     if (!this.#byName.has("default")) this.#byName.set("default", this.#defaults);
-    else this.#byName.set("default", { ...this.#byName.get("default")!, prefix: this.#defaults.prefix });
+    else this.#byName.set("default", { ...this.#byName.get("default")!, prefix: this.#defaults.prefix, politeness: this.#defaults.politeness });
   }
 
   onChange(f: (e: CollectionEvent) => void): void {

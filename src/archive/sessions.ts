@@ -37,6 +37,8 @@ export interface SessionOptions {
   rejectInvalidCerts?: boolean;
   /** Hosts (exact or `*.suffix`) refused before DNS for this session, e.g. a browser's own services. */
   denyHosts?: string[];
+  /** A person browsing (`lathe record`): never held back by the collection's politeness (issue #27). */
+  exemptFromPoliteness?: boolean;
 }
 
 export interface SessionSummary {

@@ -1,3 +1,5 @@
+import { POLITENESS_DEFAULTS, type PolitenessPolicy } from "./politeness.js";
+
 /**
  * Every setting lathe has, with its default. `proxy.config.json` mirrors DEFAULTS exactly
  * (a test checks it), and README explains each key.
@@ -129,6 +131,8 @@ export interface Config {
     /** Bytes of dedup entries kept on disk while the server is away (then further ones are dropped, logged). */
     outboxMaxBytes: number;
   };
+  /** The default collection's politeness policy (issue #27); other collections have their own. */
+  politeness: PolitenessPolicy;
 }
 
 export const DEFAULTS: Config = {
@@ -222,6 +226,7 @@ export const DEFAULTS: Config = {
     heartbeatMs: 5000,
     outboxMaxBytes: 256 * 1024 * 1024,
   },
+  politeness: structuredClone(POLITENESS_DEFAULTS),
 };
 
 /** Deep partial, what a config file or the CLI supplies. */

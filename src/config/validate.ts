@@ -1,6 +1,7 @@
 import { ProxyError } from "../core/errors.js";
 import { type Config, type ConfigInput, DEFAULTS } from "./schema.js";
 import { parseCidr } from "../core/cidr.js";
+import { POLITENESS_DEFAULTS, applyPoliteness } from "./politeness.js";
 
 const TEMPLATE_FIELDS = new Set([
   "prefix", "timestamp17", "timestamp14", "serial", "hostname", "shorthostname", "pid", "port", "randomtoken",
@@ -98,6 +99,13 @@ const statuses: Rule = (v, p) => {
   });
 };
 
+/** One key of the politeness section, checked by the rules collections use too. */
+const politenessKey = (key: string): Rule => (v, p) => {
+  if (key === "userAgent" && (!v || typeof v !== "object" || !("requireContact" in v) || !("suffix" in v))) fail(p, 'must be {"requireContact": bool, "suffix": string}');
+  applyPoliteness(POLITENESS_DEFAULTS, { [key]: v }, p.slice(0, p.lastIndexOf(".")), fail);
+};
+const politenessRules = Object.fromEntries(Object.keys(POLITENESS_DEFAULTS).map((k) => [k, politenessKey(k)])) as { [K in keyof Config["politeness"]]: Rule };
+
 const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
   proxy: {
     host: nonEmpty,
@@ -188,6 +196,7 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     heartbeatMs: int(100, 3_600_000),
     outboxMaxBytes: int(0),
   },
+  politeness: politenessRules,
 };
 
 /**

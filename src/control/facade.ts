@@ -5,6 +5,8 @@
 import type { Readable } from "node:stream";
 import type { Collection, CollectionInput, CollectionRegistry } from "../archive/collections.js";
 import type { SessionSummary } from "../archive/sessions.js";
+import type { PolitenessPolicy } from "../config/politeness.js";
+import type { PolitenessReport } from "../politeness/politeness.js";
 import type { FleetInstance } from "../postgres/registry.js";
 import type { PreparedWacz } from "../wacz/packager.js";
 
@@ -63,7 +65,7 @@ export interface ControlFacade {
   createCollection(input: CollectionInput): Collection;
   updateCollection(name: string, input: CollectionInput): Promise<Collection>;
   deleteCollection(name: string): Promise<void>;
-  openSession(input: { collection?: string; port?: number; rejectInvalidCerts?: boolean; denyHosts?: string[] }): Promise<SessionInfo>;
+  openSession(input: { collection?: string; port?: number; rejectInvalidCerts?: boolean; denyHosts?: string[]; exemptFromPoliteness?: boolean }): Promise<SessionInfo>;
   listSessions(): SessionInfo[];
   getSession(id: string): SessionInfo | null;
   closeSession(id: string): Promise<SessionSummary>;
@@ -77,5 +79,7 @@ export interface ControlFacade {
   fleet(): Promise<FleetAnswer>;
   /** Prometheus text exposition format. */
   metrics(): string;
+  /** Per-host politeness state (busiest hosts first) and each collection's policy (issue #27). */
+  politeness(): PolitenessReport & { policies: Record<string, PolitenessPolicy> };
   caPem(): string;
 }

@@ -20,6 +20,7 @@ import { formatDigest, newHash } from "../warc/digest.js";
 import { buildResource, type ResourceContext } from "../warc/records.js";
 import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WrittenResource } from "./facade.js";
 import { waczFacade } from "./facadeWacz.js";
+import type { PolitenessReport } from "../politeness/politeness.js";
 
 export interface FacadeDeps {
   version: string;
@@ -38,6 +39,7 @@ export interface FacadeDeps {
   status(): Record<string, unknown> | Promise<Record<string, unknown>>;
   fleet(): Promise<FleetAnswer>;
   metrics(): string;
+  politeness(): PolitenessReport;
 }
 
 const URN_KINDS = /^(view|thumbnail|fullPage|fullPageFinal|text|textFinal|pageinfo|video:\d{5}|annotation:[A-Za-z0-9._~-]{1,64}|[A-Za-z][A-Za-z0-9-]{0,31})$/;
@@ -155,6 +157,7 @@ export function createFacade(d: FacadeDeps): ControlFacade {
       const { session, password } = d.sessions.create(name, d.config.proxy.host, {
         ...(input.rejectInvalidCerts ? { rejectInvalidCerts: true } : {}),
         ...(input.denyHosts ? { denyHosts: input.denyHosts } : {}),
+        ...(input.exemptFromPoliteness ? { exemptFromPoliteness: true } : {}),
       });
       try {
         const { server, port } = await d.startSessionServer(session, input.port ?? 0);
@@ -190,6 +193,7 @@ export function createFacade(d: FacadeDeps): ControlFacade {
     status: d.status,
     fleet: d.fleet,
     metrics: d.metrics,
+    politeness: () => ({ ...d.politeness(), policies: Object.fromEntries(d.collections.list().map((c) => [c.name, c.politeness])) }),
     caPem: () => d.caPem,
   };
 }

@@ -131,6 +131,7 @@ export const HANDLERS: Record<string, Handler> = {
   },
   getStatus: async (f) => ({ status: 200, json: await f.status() }),
   getFleet: async (f) => ({ status: 200, json: await f.fleet() }),
+  getPoliteness: (f) => ({ status: 200, json: f.politeness() }),
   getMetrics: (f) => ({ status: 200, text: f.metrics(), contentType: METRICS_CONTENT_TYPE }),
   getCaPem: (f) => ({ status: 200, text: f.caPem(), contentType: "application/x-pem-file" }),
   getOpenApi: (_f, c) => ({ status: 200, text: c.openapiText, contentType: "application/json; charset=utf-8" }),

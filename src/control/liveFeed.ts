@@ -90,6 +90,13 @@ export interface LiveWriter {
   waitingBytes: number;
 }
 
+/** Politeness (issue #27): hosts with requests at or waiting for them, or in back-off, busiest first. */
+export interface LivePoliteness {
+  hosts: Array<{ host: string; active: number; queued: number; delayMs: number; backoffMs: number }>;
+  queued: number;
+  backingOff: number;
+}
+
 export interface LiveSnapshot {
   version: string;
   now: string;
@@ -97,6 +104,7 @@ export interface LiveSnapshot {
   totals: LiveTotals;
   groups: LiveGroup[];
   writers: LiveWriter[];
+  politeness: LivePoliteness | null;
 }
 
 export interface LiveUpdate {
@@ -104,6 +112,7 @@ export interface LiveUpdate {
   totals: LiveTotals;
   groups: LiveGroupHeader[];
   writers: LiveWriter[];
+  politeness: LivePoliteness | null;
   /** Captures since the last update, oldest first, each with the key of its group. */
   captures: Array<LiveCapture & { group: string }>;
 }
@@ -115,6 +124,8 @@ export interface LiveFeedOptions {
   /** Collections' names and prefixes (to place records pushed without a collection). */
   collections(): Array<{ name: string; prefix: string }>;
   writers(): Iterable<[string, WarcWriter]>;
+  /** The busy polite hosts (issue #27); absent: none shown. */
+  politeness?: () => LivePoliteness;
   /** Captures kept per group (default 200). */
   perGroup?: number;
   /** Closed sessions kept on the page (default 20). */
@@ -142,7 +153,7 @@ interface Group {
 const isHtml = (ct: string | null) => !!ct && /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i.test(ct);
 
 export class LiveFeed {
-  readonly #o: Required<Omit<LiveFeedOptions, "perGroup" | "closedKept" | "flushMs" | "heartbeatMs">> & { perGroup: number; closedKept: number; flushMs: number; heartbeatMs: number };
+  readonly #o: Required<Omit<LiveFeedOptions, "perGroup" | "closedKept" | "flushMs" | "heartbeatMs" | "politeness">> & Pick<LiveFeedOptions, "politeness"> & { perGroup: number; closedKept: number; flushMs: number; heartbeatMs: number };
   readonly #groups = new Map<string, Group>();
   readonly #totals = zero();
   /** Main record id → group key, so a resource linked to a session's page joins that session. */
@@ -250,6 +261,7 @@ export class LiveFeed {
       totals: { ...this.#totals },
       groups: this.#ordered().map((g) => ({ ...this.#headerOf(g), captures: [...g.ring] })),
       writers,
+      politeness: this.#o.politeness?.() ?? null,
     };
   }
 
@@ -339,7 +351,7 @@ export class LiveFeed {
         this.#send(`event: snapshot\ndata: ${JSON.stringify(snap)}\n\n`);
         return;
       }
-      const update: LiveUpdate = { now: new Date().toISOString(), totals: { ...this.#totals }, groups: this.#ordered().map((g) => this.#headerOf(g)), writers: await this.#writers(), captures };
+      const update: LiveUpdate = { now: new Date().toISOString(), totals: { ...this.#totals }, groups: this.#ordered().map((g) => this.#headerOf(g)), writers: await this.#writers(), politeness: this.#o.politeness?.() ?? null, captures };
       this.#lastSignature = this.#signature(update.groups, update.writers);
       this.#send(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
     })();
@@ -381,7 +393,8 @@ export class LiveFeed {
   }
 
   #signature(groups: LiveGroupHeader[], writers: LiveWriter[]): string {
-    return JSON.stringify([groups.map((g) => [g.key, g.open, g.filesCount]), writers]);
+    // Polite hosts' queues change without captures (requests wait): they count as a change too.
+    return JSON.stringify([groups.map((g) => [g.key, g.open, g.filesCount]), writers, this.#o.politeness?.().hosts.map((h) => [h.host, h.active, h.queued, h.backoffMs > 0])]);
   }
 
   #group(kind: "session" | "collection", name: string, collection = name): Group {

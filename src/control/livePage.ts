@@ -166,6 +166,10 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
   <div class="scroll"><table><thead><tr><th>Series</th><th>Current file</th><th class="r">Size</th><th class="r">Records written</th><th class="r">Bytes written</th><th class="r">Closed files</th><th class="r">Waiting</th><th>State</th></tr></thead><tbody id="writer-rows"></tbody></table></div>
   <p id="no-writers" class="empty">No file open yet.</p>
 </section>
+<section id="politeness" class="card" hidden>
+  <h2>Polite hosts</h2>
+  <div class="scroll"><table><thead><tr><th>Host</th><th class="r">In flight</th><th class="r">Waiting</th><th class="r">Gap</th><th class="r">Back-off</th></tr></thead><tbody id="polite-rows"></tbody></table></div>
+</section>
 <div id="groups"></div>
 </main>
 <template id="group-tpl">
@@ -355,6 +359,22 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
     $("no-writers").hidden = ws.length > 0;
   }
 
+  // Hosts with requests at or waiting for them, or backing off (issue #27); hidden when there are none.
+  function renderPoliteness(p) {
+    const hosts = p ? p.hosts : [];
+    $("politeness").hidden = hosts.length === 0;
+    const tb = $("polite-rows");
+    tb.textContent = "";
+    for (const h of hosts) {
+      const tr = el("tr");
+      tr.dataset.host = h.host;
+      tr.dataset.queued = String(h.queued);
+      const secs = (ms) => ms > 0 ? (ms / 1000).toFixed(1) + " s" : "—";
+      tr.append(el("td", "c-series", h.host), el("td", "c-size", fmtInt(h.active)), el("td", "c-size c-queued", fmtInt(h.queued)), el("td", "c-size", secs(h.delayMs)), el("td", "c-size", secs(h.backoffMs)));
+      tb.append(tr);
+    }
+  }
+
   function renderTotals(t) {
     const s = $("summary");
     s.textContent = fmtInt(t.captures) + " captures · " + fmtInt(t.revisits) + " revisits · " + fmtInt(t.resources) + " resources · " + fmtBytes(t.bytes);
@@ -368,6 +388,7 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
     placeGroups(s.groups);
     for (const h of s.groups) addCaptures(groups.get(h.key), h.captures, false);
     renderWriters(s.writers);
+    renderPoliteness(s.politeness);
     renderTotals(s.totals);
     document.body.dataset.updated = s.now;
   }
@@ -381,6 +402,7 @@ td.c-file { color:var(--muted); font-size:11.5px; white-space:nowrap; }
     }
     for (const [k, list] of byGroup) { const g = groups.get(k); if (g) addCaptures(g, list, true); }
     renderWriters(u.writers);
+    renderPoliteness(u.politeness);
     renderTotals(u.totals);
     document.body.dataset.updated = u.now;
   }

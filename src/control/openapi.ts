@@ -249,6 +249,17 @@ export const ROUTES: readonly RouteDef[] = [
     errors: [],
   },
   {
+    id: "getPoliteness",
+    method: "GET",
+    path: "/api/v1/politeness",
+    summary: "Politeness state per host",
+    description: "Requests at and waiting for each host, its current gap and back-off, robots.txt copies, refusals by rule, and each collection's politeness policy (issue #27). State is this instance's: a fleet's instances do not coordinate their hosts.",
+    tags: ["status"],
+    auth: true,
+    responses: { 200: { description: "The busiest 100 hosts first, and totals over all.", content: json(ref("PolitenessState")) } },
+    errors: [],
+  },
+  {
     id: "getFleet",
     method: "GET",
     path: "/api/v1/fleet",

@@ -11,6 +11,7 @@ export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name
 export const json = (schema: Json): Record<string, Json> => ({ "application/json": { schema } });
 
 export const STR = { type: "string" };
+const INT = { type: "integer", minimum: 0 };
 const WARCINFO_KEYS = ["operator", "description", "isPartOf", "robots", "httpHeaderUserAgent", "httpHeaderFrom"] as const;
 
 export const schemas: Record<string, Json> = {
@@ -48,9 +49,39 @@ export const schemas: Record<string, Json> = {
     properties: { name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$" }, mode: { enum: ["rw", "ro"] } },
   },
   DedupPolicy: { enum: ["off", "digest", "url", "url-preferred"] },
+  Politeness: politenessSchema(true),
+  PolitenessInput: politenessSchema(false),
+  PolitenessState: {
+    type: "object",
+    description: "Per-host gates of this instance (not coordinated across a fleet's instances), the busiest 100 hosts first; refusals by rule; each collection's policy.",
+    required: ["hosts", "hostsKnown", "active", "queued", "backingOff", "robotsCached", "refused", "embedsExempted", "robotsFetches", "coordinated", "policies"],
+    properties: {
+      hosts: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: {
+            host: STR,
+            active: INT,
+            queued: INT,
+            delayMs: { type: "number", description: "The gap the next request keeps after the last one ended." },
+            crawlDelayMs: INT,
+            backoffMs: { type: "number", description: "ms until the back-off after a 5xx or 429 ends; 0 = none." },
+            consecutiveFailures: INT,
+            lastStatus: { type: ["integer", "null"] },
+            requests: INT,
+          },
+        },
+      },
+      refused: { type: "object", properties: { robots: INT, userAgent: INT, queueFull: INT, maxWait: INT } },
+      coordinated: { const: false },
+      policies: { type: "object", additionalProperties: ref("Politeness") },
+    },
+    additionalProperties: true,
+  },
   Collection: {
     type: "object",
-    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip"],
+    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip", "politeness"],
     properties: {
       name: { type: "string", pattern: COLLECTION_NAME.source },
       prefix: { type: "string", description: "WARC file name prefix of the collection's series; unique among collections." },
@@ -62,6 +93,7 @@ export const schemas: Record<string, Json> = {
       },
       warcVersion: { enum: ["1.0", "1.1"] },
       gzip: { type: "boolean" },
+      politeness: ref("Politeness"),
     },
   },
   CollectionInput: {
@@ -83,6 +115,7 @@ export const schemas: Record<string, Json> = {
       },
       warcVersion: { enum: ["1.0", "1.1"] },
       gzip: { type: "boolean" },
+      politeness: ref("PolitenessInput"),
     },
   },
   CollectionCreate: { allOf: [ref("CollectionInput"), { required: ["name"] }] },
@@ -207,3 +240,30 @@ export const schemas: Record<string, Json> = {
     },
   },
 };
+
+/** A collection's politeness policy (issue #27); `complete`: as answered (every key), else as sent (any subset). */
+function politenessSchema(complete: boolean): Record<string, unknown> {
+  const ms = (max: number, description: string) => ({ type: "integer", minimum: 0, maximum: max, description });
+  const properties = {
+    enabled: { type: "boolean", description: "Off: requests go upstream at once, untouched. Off by default; `lathe record` sessions are never held back." },
+    maxConcurrentPerHost: { type: "integer", minimum: 1, maximum: 1000, description: "Requests to one host name (lower-cased, no port) at once." },
+    delayMs: ms(3_600_000, "The minimum gap between the end of one request to a host and the start of the next."),
+    delayFactor: { type: "number", minimum: 0, maximum: 1000, description: "The gap is this × the last fetch's duration when that is larger." },
+    maxDelayMs: ms(3_600_000, "Caps the gap, including a robots.txt Crawl-delay."),
+    maxWaitMs: ms(3_600_000, "How long a request may wait for its turn; then 503 with Retry-After."),
+    maxQueuePerHost: ms(1_000_000, "Requests that may wait for one host; the next gets 503 with Retry-After at once."),
+    backoffMs: ms(86_400_000, "The first back-off after a 5xx or 429 without Retry-After; doubles while they continue."),
+    maxBackoffMs: ms(86_400_000, "No back-off (nor a Retry-After honoured) lasts longer."),
+    robots: { enum: ["ignore", "obey", "obey-except-embeds"], description: "obey-except-embeds: page requisites (Sec-Fetch-Dest image, style, script, font…; else Accept image/* or text/css) go ahead." },
+    userAgent: {
+      type: "object",
+      additionalProperties: false,
+      ...(complete ? { required: ["requireContact", "suffix"] } : {}),
+      properties: {
+        requireContact: { type: "boolean", description: "403 unless the User-Agent (after the suffix) names a URL or an e-mail address." },
+        suffix: { type: "string", pattern: "^[\\x20-\\x7e]*$", description: "Appended to the User-Agent (once); the request record holds what was sent." },
+      },
+    },
+  };
+  return { type: "object", additionalProperties: false, ...(complete ? { required: Object.keys(properties) } : {}), properties };
+}

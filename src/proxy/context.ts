@@ -24,6 +24,8 @@ export interface ProxyContext {
   collectionCounters(name: string): import("../archive/sessions.js").SessionCounters;
   crawlLog: import("../warcprox/crawlLog.js").CrawlLog | null;
   sessions: import("../archive/sessions.js").SessionRegistry;
+  /** Per-host gates and robots.txt copies for collections with politeness on (issue #27). */
+  politeness: import("../politeness/politeness.js").Politeness;
   /** Mark an exchange as in flight; call the returned function when it is archived or abandoned. */
   begin(): () => void;
   /** Resolves when no exchange is in flight (graceful shutdown). */

@@ -11,6 +11,7 @@ import { whenBacklogRoom } from "./backlog.js";
 import { type ClientLeg, answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import { forwardExchange } from "./forward.js";
+import { politeExchange } from "./politeExchange.js";
 import { type RequestPolicy, requestPolicy } from "./requestPolicy.js";
 import { PROXY_AUTH_REQUIRED, sessionOf } from "./sessionOf.js";
 import { targetUri } from "./target.js";
@@ -36,11 +37,13 @@ export function handleExchange(ctx: ProxyContext, client: ClientLeg): void {
         client.discardBody();
         return sendRuleAnswer(client, blockAnswer(rule));
       }
+      // Politeness is off unless the collection turns it on; a person browsing is never held back.
+      const go = policy.collection.politeness.enabled && !policy.session?.options.exemptFromPoliteness ? politeExchange : forwardExchange;
       const room = whenBacklogRoom(ctx.archiver);
-      if (!room) return forwardExchange(ctx, client, policy, a);
+      if (!room) return go(ctx, client, policy, a);
       void room.then(() => {
         if (client.gone) return a.release(null);
-        forwardExchange(ctx, client, policy, a);
+        go(ctx, client, policy, a);
       });
     },
     (e) => {

@@ -133,6 +133,8 @@ export async function runRecording(lathe: RecorderLathe, o: RecordOptions): Prom
     collection: o.collection,
     rejectInvalidCerts: !o.acceptInvalidCerts,
     denyHosts: chromiumServiceHosts(),
+    // A person browsing must not be slowed (issue #27), whatever the collection's politeness.
+    exemptFromPoliteness: true,
   });
   let browser: RecordingBrowser | null = null;
   let recording: Recording | null = null;

@@ -18,6 +18,7 @@ import type { ControlFacade, FleetAnswer, ResourceInput, SessionInfo, WaczDownlo
 import { WaczError } from "../../src/wacz/waczError.js";
 import { renderMetrics } from "../../src/control/metrics.js";
 import { ROUTES } from "../../src/control/openapi.js";
+import { Politeness } from "../../src/politeness/politeness.js";
 
 // ---------------------------------------------------------------------------------------------
 // The fake facade
@@ -141,6 +142,9 @@ class FakeFacade implements ControlFacade {
   }
   metrics(): string {
     return renderMetrics([{ name: "lathe_captures_total", help: "Captures written.", type: "counter", labels: { collection: "default" }, value: 7 }]);
+  }
+  politeness() {
+    return { ...new Politeness().report(), policies: Object.fromEntries(this.collections.list().map((c) => [c.name, c.politeness])) };
   }
   caPem(): string {
     return "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
@@ -730,6 +734,7 @@ describe("the OpenAPI document matches the server", () => {
     ],
     "get /api/v1/status": [{ path: "/api/v1/status", expect: 200 }],
     "get /api/v1/fleet": [{ path: "/api/v1/fleet", expect: 200 }],
+    "get /api/v1/politeness": [{ path: "/api/v1/politeness", expect: 200 }],
     "get /metrics": [{ path: "/metrics", expect: 200 }],
     "get /ca.pem": [{ path: "/ca.pem", expect: 200 }],
     "get /openapi.json": [{ path: "/openapi.json", expect: 200 }],
