@@ -18,8 +18,14 @@ export interface Collection {
   warcinfo: WarcinfoFields;
   dedup: { policy: Config["dedup"]["policy"]; buckets: Config["dedup"]["buckets"] };
   warcVersion: "1.0" | "1.1";
+  /** `.warc.gz`, `.warc`, or both by payload (issue #24). */
+  compression: Compression;
+  /** `compression` is not `none` (the older switch, kept as an alias). */
   gzip: boolean;
 }
+
+export type Compression = Config["warc"]["compression"];
+const COMPRESSIONS: readonly Compression[] = ["gzip", "none", "hybrid"];
 
 /** What a client may send to create or update a collection (everything but the name optional). */
 export interface CollectionInput {
@@ -28,6 +34,8 @@ export interface CollectionInput {
   warcinfo?: Partial<WarcinfoFields>;
   dedup?: Partial<Collection["dedup"]>;
   warcVersion?: "1.0" | "1.1";
+  compression?: Compression;
+  /** Alias: true = `gzip`, false = `none`. */
   gzip?: boolean;
 }
 
@@ -56,7 +64,7 @@ function checkText(field: string, v: unknown): string {
 /** Validate and apply `input` over `base` (pure); throws InputError naming the field. */
 export function applyInput(base: Collection, input: CollectionInput): Collection {
   if (!input || typeof input !== "object" || Array.isArray(input)) throw new InputError("(body)", "must be a JSON object");
-  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip"]);
+  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "compression", "gzip"]);
   for (const k of Object.keys(input)) if (!known.has(k)) throw new InputError(k, `unknown field; known: ${[...known].join(", ")}`);
   const out: Collection = structuredClone(base);
   if (input.prefix !== undefined) {
@@ -105,11 +113,25 @@ export function applyInput(base: Collection, input: CollectionInput): Collection
     if (input.warcVersion !== "1.0" && input.warcVersion !== "1.1") throw new InputError("warcVersion", `must be "1.0" or "1.1", got ${JSON.stringify(input.warcVersion)}`);
     out.warcVersion = input.warcVersion;
   }
-  if (input.gzip !== undefined) {
-    if (typeof input.gzip !== "boolean") throw new InputError("gzip", "must be true or false");
-    out.gzip = input.gzip;
-  }
+  applyCompression(out, input);
   return out;
+}
+
+/** `compression`, or its alias `gzip`; both only when they agree. */
+function applyCompression(out: Collection, input: CollectionInput): void {
+  const { compression, gzip } = input;
+  if (compression !== undefined && !COMPRESSIONS.includes(compression)) throw new InputError("compression", `must be "gzip", "none" or "hybrid", got ${JSON.stringify(compression)}`);
+  if (gzip !== undefined && typeof gzip !== "boolean") throw new InputError("gzip", "must be true or false");
+  if (compression !== undefined && gzip !== undefined && (compression === "none") === gzip) throw new InputError("gzip", `contradicts compression ${JSON.stringify(compression)} (gzip is its older alias: true = "gzip", false = "none")`);
+  const next = compression ?? (gzip === undefined ? undefined : gzip ? "gzip" : "none");
+  if (next === undefined) return;
+  out.compression = next;
+  out.gzip = next !== "none";
+}
+
+/** A collection stored before `compression` existed takes it from its `gzip`. */
+export function withCompression(c: Collection): Collection {
+  return c.compression ? c : { ...c, compression: c.gzip ? "gzip" : "none" };
 }
 
 export function defaultCollection(config: Config): Collection {
@@ -119,7 +141,8 @@ export function defaultCollection(config: Config): Collection {
     warcinfo: structuredClone(config.warcinfo),
     dedup: { policy: config.dedup.policy, buckets: structuredClone(config.dedup.buckets) },
     warcVersion: config.warc.version,
-    gzip: config.warc.gzip,
+    compression: config.warc.compression,
+    gzip: config.warc.compression !== "none",
   };
 }
 
@@ -159,7 +182,7 @@ export class CollectionRegistry {
     }
     this.#defaults = defaultCollection(config);
     for (const row of this.#db.prepare("SELECT name, json FROM collections").all() as Array<{ name: string; json: string }>) {
-      this.#byName.set(row.name, JSON.parse(row.json) as Collection);
+      this.#byName.set(row.name, withCompression(JSON.parse(row.json) as Collection));
     }
     // `default` follows the configuration at every start (its settings come from proxy.config.json).
     if (!this.#byName.has("default")) this.#byName.set("default", this.#defaults);

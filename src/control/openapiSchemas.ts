@@ -50,7 +50,7 @@ export const schemas: Record<string, Json> = {
   DedupPolicy: { enum: ["off", "digest", "url", "url-preferred"] },
   Collection: {
     type: "object",
-    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip"],
+    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "compression", "gzip"],
     properties: {
       name: { type: "string", pattern: COLLECTION_NAME.source },
       prefix: { type: "string", description: "WARC file name prefix of the collection's series; unique among collections." },
@@ -61,9 +61,11 @@ export const schemas: Record<string, Json> = {
         properties: { policy: ref("DedupPolicy"), buckets: { type: "array", items: ref("DedupBucket") } },
       },
       warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
+      compression: ref("Compression"),
+      gzip: { type: "boolean", description: "compression is not none (the older switch)." },
     },
   },
+  Compression: { enum: ["gzip", "none", "hybrid"], description: "`.warc.gz`; `.warc`; or hybrid: already-compressed payloads (images, video, audio, WOFF, archives, PDF, gzip/br/zstd-encoded bodies) of 16 KiB or more to a `.warc` series beside the `.warc.gz` one." },
   CollectionInput: {
     type: "object",
     description: "Fields to set; absent fields keep their value (on creation: the default collection's). Unknown fields → 400 naming them. A change starts a new WARC file so every warcinfo tells the truth.",
@@ -82,7 +84,8 @@ export const schemas: Record<string, Json> = {
         properties: { policy: ref("DedupPolicy"), buckets: { type: "array", minItems: 1, items: ref("DedupBucket") } },
       },
       warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
+      compression: ref("Compression"),
+      gzip: { type: "boolean", description: "Alias of compression: true = gzip, false = none; must agree with compression when both are sent." },
     },
   },
   CollectionCreate: { allOf: [ref("CollectionInput"), { required: ["name"] }] },
