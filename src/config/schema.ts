@@ -186,7 +186,7 @@ export const DEFAULTS: Config = {
     compression: "gzip",
     gzip: true,
     // Measured with scripts/bench-hybrid.mjs (README "Hybrid compression").
-    hybridMinPayloadBytes: 16 * 1024,
+    hybridMinPayloadBytes: 64 * 1024,
     gzipLevel: 6,
     gzipSkipLength: false,
     maxFileBytes: 1_000_000_000,

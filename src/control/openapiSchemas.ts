@@ -65,7 +65,7 @@ export const schemas: Record<string, Json> = {
       gzip: { type: "boolean", description: "compression is not none (the older switch)." },
     },
   },
-  Compression: { enum: ["gzip", "none", "hybrid"], description: "`.warc.gz`; `.warc`; or hybrid: already-compressed payloads (images, video, audio, WOFF, archives, PDF, gzip/br/zstd-encoded bodies) of 16 KiB or more to a `.warc` series beside the `.warc.gz` one." },
+  Compression: { enum: ["gzip", "none", "hybrid"], description: "`.warc.gz`; `.warc`; or hybrid: already-compressed payloads (images, video, audio, WOFF, archives, PDF, gzip/br/zstd-encoded bodies) of 64 KiB or more to a `.warc` series beside the `.warc.gz` one." },
   CollectionInput: {
     type: "object",
     description: "Fields to set; absent fields keep their value (on creation: the default collection's). Unknown fields → 400 naming them. A change starts a new WARC file so every warcinfo tells the truth.",

@@ -26,16 +26,16 @@ const CORPUS: Record<string, [string | null, Buffer, string | null, "gz" | "plai
   "/index.html": ["text/html; charset=utf-8", text(40_000, "html"), null, "gz"],
   "/site.css": ["text/css", text(30_000, "css"), null, "gz"],
   "/data.json": ["application/json", text(25_000, "json"), null, "gz"],
-  "/photo.jpg": ["image/jpeg", randomBytes(60_000), null, "plain"],
-  "/logo.png": ["image/png", randomBytes(20_000), null, "plain"],
-  "/icon.png": ["image/png", randomBytes(2_000), null, "gz"], // small: headers dominate
-  "/font.woff2": ["font/woff2", randomBytes(30_000), null, "plain"],
+  "/photo.jpg": ["image/jpeg", randomBytes(100_000), null, "plain"],
+  "/logo.png": ["image/png", randomBytes(80_000), null, "plain"],
+  "/icon.png": ["image/png", randomBytes(30_000), null, "gz"], // under the threshold: headers weigh
+  "/font.woff2": ["font/woff2", randomBytes(70_000), null, "plain"],
   "/drawing.svg": ["image/svg+xml", text(30_000, "svg"), null, "gz"],
-  "/api.json.gz": ["application/json", gzipSync(randomBytes(30_000).toString("base64")), "gzip", "plain"],
+  "/api.json.gz": ["application/json", gzipSync(randomBytes(90_000).toString("base64")), "gzip", "plain"],
   "/video.mp4": ["video/mp4", randomBytes(3_000_000), null, "plain"], // spooled to disk
   "/blob.bin": ["application/octet-stream", randomBytes(2_000_000), null, "plain"], // spooled: sample read from disk
-  "/notes.bin": ["application/octet-stream", text(100_000, "notes"), null, "gz"],
-  "/untyped": [null, randomBytes(50_000), null, "plain"],
+  "/notes.bin": ["application/octet-stream", text(200_000, "notes"), null, "gz"],
+  "/untyped": [null, randomBytes(100_000), null, "plain"],
 };
 
 let lathe: TestLathe;

@@ -112,11 +112,11 @@ describe.skipIf(!canMount)("disk full while media goes to the uncompressed serie
       const received: Received[] = [];
       let held = 0;
       const watch = setInterval(() => (held = Math.max(held, lathe.writers.get("lathe")?.state().waiting.captures ?? 0)), 20);
-      // Two clients of media (60–80 KB each, 1.6 MB in all: more than the disk has left), one of text.
+      // Two clients of media (70–90 KB each, 1.9 MB in all: more than the disk has left), one of text.
       await Promise.all(
         [0, 1, 2].map(async (w) => {
           for (let i = 0; i < 12; i++) {
-            const url = w < 2 ? `${origin.url}/bytes/${60_000 + w * 10_000 + i * 13}?w=${w}` : `${origin.url}/text/${20_000 + i}?w=${w}`;
+            const url = w < 2 ? `${origin.url}/bytes/${70_000 + w * 10_000 + i * 13}?w=${w}` : `${origin.url}/text/${20_000 + i}?w=${w}`;
             const r = await viaProxy(lathe.proxyUrl, url).catch(() => null);
             if (r?.status === 200) received.push({ url, sha1: sha1(r.body) });
           }
