@@ -271,7 +271,7 @@ async function seriesStats(files) {
     s.bytes += statSync(f).size;
     for await (const r of readWarcRecords(f, { prefixBytes: 4096 })) {
       s.records++;
-      if (r.type === "response" || r.type === "revisit") s.captures++;
+      if (["response", "revisit"].includes(r.get("warc-type"))) s.captures++;
     }
   }
   return out;
