@@ -5,41 +5,30 @@
  * series by HTTP ranges at their plain offsets and lengths, the pages from the `.warc.gz` series.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, join, relative } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, relative } from "node:path";
 import { originCerts } from "../helpers/certs.js";
-import { CHROMIUM, checkArchive, holdPorts, launchReplayBrowser, startReplayServer, type ReplayBrowser, type ReplayServer, type Tripwire } from "../helpers/replay.js";
+import { CHROMIUM, checkArchive } from "../helpers/replay.js";
 import { lineOf } from "./damage.js";
-import { recordSite, type Recording } from "./recording.js";
-import { startReplaySite, type Site } from "./site.js";
+import { startRecordedReplay, type RecordedReplay } from "./fixture.js";
+import type { Recording } from "./recording.js";
+import type { Site } from "./site.js";
 
 const hasChromium = existsSync(CHROMIUM);
 
 describe.skipIf(!hasChromium)(`a hybrid recording replays in ReplayWeb.page${hasChromium ? "" : ` (skipped: ${CHROMIUM} not installed)`}`, () => {
   const certs = originCerts();
-  let work: string;
+  let fixture: RecordedReplay | undefined;
   let site: Site;
   let rec: Recording;
-  let held: Tripwire[] = [];
-  let server: ReplayServer;
-  let rb: ReplayBrowser;
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "lathe-hybrid-replay-"));
-    site = await startReplaySite(certs);
-    rec = await recordSite(site, certs, join(work, "rec"), { warc: { compression: "hybrid", hybridMinPayloadBytes: 0 } });
-    await site.close();
-    held = await holdPorts(site.ports);
-    server = await startReplayServer(work);
-    rb = await launchReplayBrowser(server);
+    fixture = await startRecordedReplay(certs, "lathe-hybrid-replay", { warc: { compression: "hybrid", hybridMinPayloadBytes: 0 } });
+    ({ site, rec } = fixture);
   }, 120_000);
 
   afterAll(async () => {
-    await rb?.close();
-    await server?.close();
-    await Promise.all(held.map((t) => t.close()));
-    if (work) rmSync(work, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   it("the images went to the .warc series, the pages to the .warc.gz series", () => {
@@ -50,6 +39,7 @@ describe.skipIf(!hasChromium)(`a hybrid recording replays in ReplayWeb.page${has
   });
 
   it("every page replays from lathe's CDXJ, its images read from the .warc by offset and length", async () => {
+    const { server, rb, work } = fixture!;
     const before = server.requests.length;
     const c = await checkArchive(rb, server, server.archiveUrl(relative(work, rec.cdxj)), site.pages.map((p) => ({ expect: p, ts: rec.pageTs[p.url]! })));
     expect(c.problems).toEqual(Object.fromEntries(site.pages.map((p) => [p.url, []])));
