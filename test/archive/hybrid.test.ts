@@ -149,3 +149,25 @@ describe("GET /cdx over both series", () => {
     }
   });
 });
+
+describe("hybrid for one collection, set through the control API", () => {
+  let other: TestLathe;
+  afterAll(async () => {
+    await other?.stop().catch(() => {});
+    if (other) for (const d of [other.dir, other.certsDir]) await rm(d, { recursive: true, force: true });
+  });
+
+  it("a collection created with compression hybrid writes its media to a .warc series; default stays gzip", async () => {
+    other = await startTestLathe();
+    const made = await fetch(`${other.controlUrl}/api/v1/collections`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "media", compression: "hybrid" }) });
+    expect(made.status).toBe(201);
+    const host = new URL(base).host;
+    const meta = { Host: host, "Warcprox-Meta": '{"lathe": {"collection": "media"}}' };
+    for (const path of ["/photo.jpg", "/index.html"]) expect((await viaProxy(other.proxyUrl, base + path, { headers: meta })).status).toBe(200);
+    expect((await viaProxy(other.proxyUrl, `${base}/video.mp4`)).status).toBe(200);
+    for (let i = 0; i < 300 && other.archiver.stats.captures < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    await other.stop();
+    const names = warcFiles(other.dir).map((f) => basename(f).replace(/-\d{17}-\d{5}-.*?(\.warc(\.gz)?)$/, "$1"));
+    expect(names.sort()).toEqual(["lathe.warc.gz", "media.warc", "media.warc.gz"]);
+  });
+});
