@@ -19,10 +19,16 @@ export interface Collection {
   warcinfo: WarcinfoFields;
   dedup: { policy: Config["dedup"]["policy"]; buckets: Config["dedup"]["buckets"] };
   warcVersion: "1.0" | "1.1";
+  /** `.warc.gz`, `.warc`, or both by payload (issue #24). */
+  compression: Compression;
+  /** `compression` is not `none` (the older switch, kept as an alias). */
   gzip: boolean;
   /** Per-host politeness, robots.txt and User-Agent rules (issue #27). */
   politeness: PolitenessPolicy;
 }
+
+export type Compression = Config["warc"]["compression"];
+const COMPRESSIONS: readonly Compression[] = ["gzip", "none", "hybrid"];
 
 /** What a client may send to create or update a collection (everything but the name optional). */
 export interface CollectionInput {
@@ -31,6 +37,8 @@ export interface CollectionInput {
   warcinfo?: Partial<WarcinfoFields>;
   dedup?: Partial<Collection["dedup"]>;
   warcVersion?: "1.0" | "1.1";
+  compression?: Compression;
+  /** Alias: true = `gzip`, false = `none`. */
   gzip?: boolean;
   politeness?: Partial<PolitenessPolicy>;
 }
@@ -60,7 +68,7 @@ function checkText(field: string, v: unknown): string {
 /** Validate and apply `input` over `base` (pure); throws InputError naming the field. */
 export function applyInput(base: Collection, input: CollectionInput): Collection {
   if (!input || typeof input !== "object" || Array.isArray(input)) throw new InputError("(body)", "must be a JSON object");
-  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip", "politeness"]);
+  const known = new Set(["name", "prefix", "warcinfo", "dedup", "warcVersion", "compression", "gzip", "politeness"]);
   for (const k of Object.keys(input)) if (!known.has(k)) throw new InputError(k, `unknown field; known: ${[...known].join(", ")}`);
   const out: Collection = structuredClone(base);
   if (input.prefix !== undefined) {
@@ -109,16 +117,30 @@ export function applyInput(base: Collection, input: CollectionInput): Collection
     if (input.warcVersion !== "1.0" && input.warcVersion !== "1.1") throw new InputError("warcVersion", `must be "1.0" or "1.1", got ${JSON.stringify(input.warcVersion)}`);
     out.warcVersion = input.warcVersion;
   }
-  if (input.gzip !== undefined) {
-    if (typeof input.gzip !== "boolean") throw new InputError("gzip", "must be true or false");
-    out.gzip = input.gzip;
-  }
+  applyCompression(out, input);
   if (input.politeness !== undefined) {
     out.politeness = applyPoliteness(out.politeness, input.politeness, "politeness", (field, why) => {
       throw new InputError(field, why);
     });
   }
   return out;
+}
+
+/** `compression`, or its alias `gzip`; both only when they agree. */
+function applyCompression(out: Collection, input: CollectionInput): void {
+  const { compression, gzip } = input;
+  if (compression !== undefined && !COMPRESSIONS.includes(compression)) throw new InputError("compression", `must be "gzip", "none" or "hybrid", got ${JSON.stringify(compression)}`);
+  if (gzip !== undefined && typeof gzip !== "boolean") throw new InputError("gzip", "must be true or false");
+  if (compression !== undefined && gzip !== undefined && (compression === "none") === gzip) throw new InputError("gzip", `contradicts compression ${JSON.stringify(compression)} (gzip is its older alias: true = "gzip", false = "none")`);
+  const next = compression ?? (gzip === undefined ? undefined : gzip ? "gzip" : "none");
+  if (next === undefined) return;
+  out.compression = next;
+  out.gzip = next !== "none";
+}
+
+/** A collection stored before `compression` existed takes it from its `gzip`. */
+export function withCompression(c: Collection): Collection {
+  return c.compression ? c : { ...c, compression: c.gzip ? "gzip" : "none" };
 }
 
 export function defaultCollection(config: Config): Collection {
@@ -128,7 +150,8 @@ export function defaultCollection(config: Config): Collection {
     warcinfo: structuredClone(config.warcinfo),
     dedup: { policy: config.dedup.policy, buckets: structuredClone(config.dedup.buckets) },
     warcVersion: config.warc.version,
-    gzip: config.warc.gzip,
+    compression: config.warc.compression,
+    gzip: config.warc.compression !== "none",
     politeness: structuredClone(config.politeness),
   };
 }
@@ -169,7 +192,7 @@ export class CollectionRegistry {
     }
     this.#defaults = defaultCollection(config);
     for (const row of this.#db.prepare("SELECT name, json FROM collections").all() as Array<{ name: string; json: string }>) {
-      const stored = JSON.parse(row.json) as Collection;
+      const stored = withCompression(JSON.parse(row.json) as Collection);
       // Collections saved before politeness existed have none: the defaults (off).
       stored.politeness = { ...POLITENESS_DEFAULTS, ...stored.politeness, userAgent: { ...POLITENESS_DEFAULTS.userAgent, ...stored.politeness?.userAgent } };
       this.#byName.set(row.name, stored);

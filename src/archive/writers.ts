@@ -2,13 +2,15 @@
  * One shared writer per output series (prefix). A series takes its warcinfo, WARC version and
  * compression from the collection whose capture first opened it; a change to that collection's
  * metadata starts a new file (warc-files.md §5), a change of version or compression a new writer.
+ * A hybrid series (issue #24) is a pair of writers, `.warc.gz` and `.warc`, behind one.
  */
 import type { Config } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
 import type { IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcWriter } from "../warc/types.js";
-import { createWarcWriter, type WarcFileWriter, type WriterIndexHook } from "../warc/writer.js";
+import { createHybridWriter } from "../warc/hybridWriter.js";
+import { createWarcWriter, type WarcFileWriter, type WarcWriterOptions, type WriterIndexHook } from "../warc/writer.js";
 import type { Collection, CollectionEvent } from "./collections.js";
 
 export interface WriterRegistryOptions {
@@ -40,11 +42,10 @@ export class WriterRegistry {
     if (!w) {
       const coll = collection ?? this.#o.defaults();
       const c = this.#o.config.warc;
-      w = createWarcWriter({
+      const o: Omit<WarcWriterOptions, "gzip"> = {
         dir: this.#o.warcDir,
         prefix: series,
         template: c.filenameTemplate,
-        gzip: coll.gzip,
         gzipLevel: c.gzipLevel,
         skipLength: c.gzipSkipLength,
         version: coll.warcVersion,
@@ -63,7 +64,9 @@ export class WriterRegistry {
         spoolDir: this.#o.config.capture.spoolDir ?? undefined,
         ...(this.#o.onFileClosed ? { onFileClosed: this.#o.onFileClosed } : {}),
         ...(this.#o.indexFor ? { index: this.#o.indexFor(coll.name) } : {}),
-      });
+      };
+      const compression = coll.compression ?? (coll.gzip ? "gzip" : "none");
+      w = compression === "hybrid" ? createHybridWriter({ ...o, minPayloadBytes: c.hybridMinPayloadBytes }) : createWarcWriter({ ...o, gzip: compression === "gzip" });
       this.map.set(series, w);
       this.#collectionOf.set(series, coll);
     }
@@ -84,7 +87,7 @@ export class WriterRegistry {
     const name = (e.after ?? e.before)!.name;
     for (const series of this.seriesOf(name)) {
       const w = this.map.get(series)!;
-      if (!e.after || e.after.warcVersion !== e.before?.warcVersion || e.after.gzip !== e.before?.gzip || e.after.prefix !== e.before?.prefix) {
+      if (!e.after || e.after.warcVersion !== e.before?.warcVersion || e.after.compression !== e.before?.compression || e.after.prefix !== e.before?.prefix) {
         // A new writer takes over; the old one finishes its queue and closes its file.
         this.map.delete(series);
         this.#collectionOf.delete(series);

@@ -64,7 +64,15 @@ export interface Config {
     prefix: string;
     filenameTemplate: string;
     version: "1.0" | "1.1";
+    /**
+     * `gzip` (`.warc.gz`), `none` (`.warc`), or `hybrid`: already-compressed payloads to a `.warc`
+     * series beside the `.warc.gz` one (issue #24). Set from `gzip` when only that is given.
+     */
+    compression: "gzip" | "none" | "hybrid";
+    /** The older switch, an alias: true = `gzip`, false = `none`; after resolution, compression is not `none`. */
     gzip: boolean;
+    /** hybrid: payloads under this many bytes stay in the gzip series (their headers dominate). */
+    hybridMinPayloadBytes: number;
     gzipLevel: number;
     gzipSkipLength: boolean;
     maxFileBytes: number;
@@ -179,7 +187,10 @@ export const DEFAULTS: Config = {
     prefix: "lathe",
     filenameTemplate: "{prefix}-{timestamp17}-{serial}-{hostname}",
     version: "1.1",
+    compression: "gzip",
     gzip: true,
+    // Measured with scripts/bench-hybrid.mjs (README "Hybrid compression").
+    hybridMinPayloadBytes: 64 * 1024,
     gzipLevel: 6,
     gzipSkipLength: false,
     maxFileBytes: 1_000_000_000,

@@ -147,7 +147,9 @@ const RULES: { [S in keyof Config]: { [K in keyof Config[S]]: Rule } } = {
     prefix,
     filenameTemplate: template,
     version: oneOf("1.0", "1.1"),
+    compression: oneOf("gzip", "none", "hybrid"),
     gzip: bool,
+    hybridMinPayloadBytes: int(0),
     gzipLevel: int(0, 9),
     gzipSkipLength: bool,
     maxFileBytes: int(1024),
@@ -220,9 +222,21 @@ export function resolveConfig(...layers: unknown[]): Config {
         rule!(v, `${section}.${key}`);
         out[section]![key] = v;
       }
+      if (section === "warc") compressionAlias(values as Record<string, unknown>, out.warc!);
     }
   }
+  out.warc!.gzip = out.warc!.compression !== "none";
   return out as unknown as Config;
+}
+
+/**
+ * `warc.gzip` is the older switch: a layer that sets only it sets `compression` (true = gzip,
+ * false = none); one that sets both must make them agree.
+ */
+function compressionAlias(layer: Record<string, unknown>, warc: Record<string, unknown>): void {
+  if (layer.gzip === undefined) return;
+  if (layer.compression === undefined) warc.compression = layer.gzip ? "gzip" : "none";
+  else if ((layer.compression === "none") === layer.gzip) fail("warc.gzip", `contradicts warc.compression ${JSON.stringify(layer.compression)} (gzip is its older alias: true = "gzip", false = "none")`);
 }
 
 /** Is `host` (a listening address) reachable from this machine only? */

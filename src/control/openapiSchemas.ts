@@ -81,7 +81,7 @@ export const schemas: Record<string, Json> = {
   },
   Collection: {
     type: "object",
-    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "gzip", "politeness"],
+    required: ["name", "prefix", "warcinfo", "dedup", "warcVersion", "compression", "gzip", "politeness"],
     properties: {
       name: { type: "string", pattern: COLLECTION_NAME.source },
       prefix: { type: "string", description: "WARC file name prefix of the collection's series; unique among collections." },
@@ -92,10 +92,12 @@ export const schemas: Record<string, Json> = {
         properties: { policy: ref("DedupPolicy"), buckets: { type: "array", items: ref("DedupBucket") } },
       },
       warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
+      compression: ref("Compression"),
+      gzip: { type: "boolean", description: "compression is not none (the older switch)." },
       politeness: ref("Politeness"),
     },
   },
+  Compression: { enum: ["gzip", "none", "hybrid"], description: "`.warc.gz`; `.warc`; or hybrid: already-compressed payloads (images, video, audio, WOFF, archives, PDF, gzip/br/zstd-encoded bodies) of 64 KiB or more to a `.warc` series beside the `.warc.gz` one." },
   CollectionInput: {
     type: "object",
     description: "Fields to set; absent fields keep their value (on creation: the default collection's). Unknown fields → 400 naming them. A change starts a new WARC file so every warcinfo tells the truth.",
@@ -114,7 +116,8 @@ export const schemas: Record<string, Json> = {
         properties: { policy: ref("DedupPolicy"), buckets: { type: "array", minItems: 1, items: ref("DedupBucket") } },
       },
       warcVersion: { enum: ["1.0", "1.1"] },
-      gzip: { type: "boolean" },
+      compression: ref("Compression"),
+      gzip: { type: "boolean", description: "Alias of compression: true = gzip, false = none; must agree with compression when both are sent." },
       politeness: ref("PolitenessInput"),
     },
   },

@@ -12,6 +12,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import { gzipMemberSync } from "./deflate.js";
+import { storedMemberParts, storedMemberSize, StoredMemberEncoder } from "./storedMember.js";
 import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
 import { blockSize, partSize, RECORD_TRAILER } from "./serialize.js";
 import type { BlockPart, StreamSource } from "./types.js";
@@ -95,11 +96,6 @@ async function peek(it: AsyncGenerator<Uint8Array>, n: number): Promise<{ sample
   return { sample: Buffer.concat(parts), rest: it };
 }
 
-async function* concatIter(first: Uint8Array[], rest: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  for (const f of first) if (f.byteLength) yield f;
-  yield* rest;
-}
-
 /** The parts of a block when every one is in memory (a spool that never reached its file), else null. */
 function memoryParts(block: BlockPart[]): Uint8Array[] | null {
   const out: Uint8Array[] = [];
@@ -141,7 +137,9 @@ export function encodeRecordSync(head: Uint8Array, block: BlockPart[], opts: Enc
     const level = opts.level ?? 6;
     // The payload follows the WARC header and the first block part (the HTTP head).
     const payload = block.length > 1 ? memoryParts(block.slice(1))! : parts;
-    const member = gzipMemberSync(all, level > 0 && incompressible(firstBytes(payload, SAMPLE_BYTES)) ? 0 : level);
+    // Incompressible: stored blocks made by hand, views of the record's own buffers.
+    if (level === 0 || incompressible(firstBytes(payload, SAMPLE_BYTES))) return storedRecord(all, recordSize, opts);
+    const member = gzipMemberSync(all, level);
     const withSl = opts.skipLength === true;
     if (withSl) {
       size = member.length + SL_EXTRA_BYTES;
@@ -183,9 +181,17 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
   const recordSize = head.byteLength + blockSize(block) + RECORD_TRAILER.byteLength;
   if (!opts.gzip) return plainRecord(head, block, recordSize);
 
+  const level = opts.level ?? 6;
+  const payloadAt = head.byteLength + (block.length > 1 ? partSize(block[0]!) : 0);
+  // Already-compressed or random payloads need not cost a deflate (decisions.md §8): a member
+  // of stored blocks, whose size is known at once, streams into the file with no spool.
+  if (recordSize > SYNC_GZIP_MAX_BYTES && recordSize <= UINT32_MAX) {
+    const { sample, rest } = await peek(recordBytes(head, block), payloadAt + SAMPLE_BYTES);
+    await rest.return(undefined); // let go of the source: it is read again from the start on its turn
+    if (level === 0 || incompressible(sample.subarray(payloadAt))) return streamedStoredRecord(head, block, recordSize, opts);
+  }
   const spool = new Spool(opts.spoolDir ?? TMP, opts.spoolMemoryBytes ?? MIB);
   try {
-    const level = opts.level ?? 6;
     if (recordSize <= SYNC_GZIP_MAX_BYTES) {
       // Small records: one synchronous deflate costs ~0.1 ms, far less than a zlib stream's
       // set-up and threadpool round trips; the member bytes are the same.
@@ -193,19 +199,16 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
       for await (const c of recordBytes(head, block)) chunks.push(c);
       const whole = Buffer.concat(chunks);
       // The payload sits after the WARC header and the first block part (the HTTP head).
-      const payloadAt = head.byteLength + (block.length > 1 ? partSize(block[0]!) : 0);
-      const chosen = level > 0 && incompressible(whole.subarray(payloadAt, whole.length - RECORD_TRAILER.byteLength)) ? 0 : level;
-      await spool.write(gzipSync(whole, { level: chosen }));
+      if (level === 0 || incompressible(whole.subarray(payloadAt, whole.length - RECORD_TRAILER.byteLength))) {
+        await spool.dispose();
+        return storedRecord([whole], recordSize, opts);
+      }
+      await spool.write(gzipSync(whole, { level }));
     } else {
-      const payloadAt = head.byteLength + (block.length > 1 ? partSize(block[0]!) : 0);
-      const { sample, rest } = await peek(recordBytes(head, block), payloadAt + SAMPLE_BYTES);
-      // Already-compressed or random payloads need not cost a full deflate (decisions.md §8):
-      // store them (level 0), still one gzip member per record.
-      const chosen = level > 0 && incompressible(sample.subarray(payloadAt)) ? 0 : level;
       await pipeline(
         // Byte mode with a 256 KiB window: object mode would queue 16 chunks (4 MiB) per record.
-        Readable.from(concatIter([sample], rest), { objectMode: false, highWaterMark: 256 * 1024 }),
-        createGzip({ level: chosen, chunkSize: 64 * 1024 }),
+        Readable.from(recordBytes(head, block), { objectMode: false, highWaterMark: 256 * 1024 }),
+        createGzip({ level, chunkSize: 64 * 1024 }),
       async (gz: AsyncIterable<Buffer>) => {
         for await (const c of gz) await spool.write(c);
       },
@@ -239,6 +242,77 @@ export async function encodeRecord(head: Uint8Array, block: BlockPart[], opts: E
     },
     dispose: () => spool.dispose(),
   };
+}
+
+/** The 'sl' field spliced into a hand-made member's header, when both lengths fit in it. */
+function withSkipLength(header: Buffer, size: number, recordSize: number, opts: EncodeOptions): { header: Buffer; size: number } {
+  if (opts.skipLength !== true || size + SL_EXTRA_BYTES > UINT32_MAX || recordSize > UINT32_MAX) return { header, size };
+  const h = Buffer.concat([header, slExtraField(size + SL_EXTRA_BYTES, recordSize)]);
+  h[3] = 0x04; // FLG.FEXTRA
+  return { header: h, size: size + SL_EXTRA_BYTES };
+}
+
+/** An in-memory record as a member of stored blocks (storedMember.ts): views, no copy, no deflate. */
+function storedRecord(record: Uint8Array[], recordSize: number, opts: EncodeOptions): EncodedRecord {
+  const [plainHeader, ...rest] = storedMemberParts(record);
+  const { header, size } = withSkipLength(plainHeader as Buffer, storedMemberSize(recordSize), recordSize, opts);
+  const parts = [header, ...rest];
+  return { size, recordSize, parts, writeTo: (out, position) => writevFully(out, parts, position), dispose: async () => {} };
+}
+
+/**
+ * A large record as a member of stored blocks, streamed from its sources into the file on its
+ * turn: its size is known from the record's alone, so nothing is spooled.
+ */
+function streamedStoredRecord(head: Uint8Array, block: BlockPart[], recordSize: number, opts: EncodeOptions): EncodedRecord {
+  const enc0 = new StoredMemberEncoder(recordSize);
+  const { header, size } = withSkipLength(enc0.start()[0]!, storedMemberSize(recordSize), recordSize, opts);
+  return {
+    size,
+    recordSize,
+    parts: null,
+    async writeTo(out, position) {
+      const enc = new StoredMemberEncoder(recordSize); // a retried write starts over
+      enc.start();
+      const w = new BatchedWriter(out, position);
+      await w.add([header]);
+      for await (const c of recordBytes(head, block)) await w.add(enc.push(c));
+      await w.add([enc.finish()]);
+      await w.flush();
+    },
+    dispose: async () => {},
+  };
+}
+
+/** Small pieces gathered into fewer pwritev(2) calls, large ones passed through as views. */
+class BatchedWriter {
+  #batch: Uint8Array[] = [];
+  #bytes = 0;
+  #pos: number;
+  readonly #out: PositionalWriter;
+
+  constructor(out: PositionalWriter, position: number) {
+    this.#out = out;
+    this.#pos = position;
+  }
+
+  async add(pieces: Uint8Array[]): Promise<void> {
+    for (const p of pieces) {
+      this.#batch.push(p);
+      this.#bytes += p.byteLength;
+    }
+    if (this.#bytes >= 256 * 1024) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.#bytes === 0) return;
+    const batch = this.#batch;
+    const n = this.#bytes;
+    this.#batch = [];
+    this.#bytes = 0;
+    await writevFully(this.#out, batch, this.#pos);
+    this.#pos += n;
+  }
 }
 
 /** The 14 'sl' bytes: XLEN 12, 's' 'l', LEN 8, member length, record length (all LE). */
@@ -300,23 +374,10 @@ function plainRecord(head: Uint8Array, block: BlockPart[], size: number): Encode
     recordSize: size,
     parts: null,
     async writeTo(out, position) {
-      // Coalesce the small pieces (head, in-memory parts, trailer) into fewer write(2) calls.
-      let batch: Uint8Array[] = [];
-      let batchBytes = 0;
-      let p = position;
-      const flush = async () => {
-        const b = batch.length === 1 ? batch[0]! : Buffer.concat(batch);
-        batch = [];
-        batchBytes = 0;
-        await writeFully(out, b, p);
-        p += b.byteLength;
-      };
-      for await (const c of recordBytes(head, block)) {
-        batch.push(c);
-        batchBytes += c.byteLength;
-        if (batchBytes >= 64 * 1024) await flush();
-      }
-      if (batchBytes > 0) await flush();
+      // Small pieces (head, in-memory parts, trailer) gathered into fewer pwritev(2) calls.
+      const w = new BatchedWriter(out, position);
+      for await (const c of recordBytes(head, block)) await w.add([c]);
+      await w.flush();
     },
     async dispose() {},
   };

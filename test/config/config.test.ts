@@ -31,6 +31,16 @@ describe("configuration", () => {
     expect(c.warc.prefix).toBe("lathe");
   });
 
+  it("warc.gzip is an alias of warc.compression; both in one layer must agree", () => {
+    expect(resolveConfig({ warc: { gzip: false } }).warc).toMatchObject({ compression: "none", gzip: false });
+    expect(resolveConfig({ warc: { compression: "hybrid" } }).warc).toMatchObject({ compression: "hybrid", gzip: true });
+    expect(resolveConfig({ warc: { compression: "none" } }, { warc: { gzip: true } }).warc.compression).toBe("gzip");
+    expect(resolveConfig({ warc: { gzip: false } }, { warc: { compression: "hybrid" } }).warc).toMatchObject({ compression: "hybrid", gzip: true });
+    expect(resolveConfig({ warc: { compression: "hybrid", gzip: true } }).warc.compression).toBe("hybrid");
+    expect(() => resolveConfig({ warc: { compression: "hybrid", gzip: false } })).toThrow(/warc\.gzip: contradicts warc\.compression "hybrid"/);
+    expect(() => resolveConfig({ warc: { compression: "zstd" } })).toThrow(/warc\.compression: must be one of "gzip", "none", "hybrid"/);
+  });
+
   it.each([
     [{ proxy: { port: 70000 } }, /proxy\.port: must be an integer between 0 and 65535/],
     [{ proxy: { prot: 1 } }, /proxy\.prot: unknown key/],

@@ -305,6 +305,15 @@ describe("control API without a token", () => {
     expect(created.status).toBe(201);
     expect(created.headers.location).toBe("/api/v1/collections/news");
     expect(created.json).toMatchObject({ name: "news", prefix: "news", gzip: false, dedup: { policy: "url" }, warcinfo: { operator: "ops@example.org", extra: { project: "elections" } } });
+    expect(created.json.compression).toBe("none"); // gzip: false, the alias
+
+    const hybrid = await call(port, "POST", "/api/v1/collections", { headers: JSON_HEADERS, body: JSON.stringify({ name: "media", compression: "hybrid" }) });
+    expect(hybrid.status).toBe(201);
+    expect(hybrid.json).toMatchObject({ compression: "hybrid", gzip: true });
+    const contradiction = await call(port, "PATCH", "/api/v1/collections/media", { headers: JSON_HEADERS, body: JSON.stringify({ compression: "gzip", gzip: false }) });
+    expect(contradiction.status).toBe(400);
+    expect(contradiction.text).toContain("contradicts");
+    expect((await call(port, "DELETE", "/api/v1/collections/media")).status).toBe(204);
 
     const read = await call(port, "GET", "/api/v1/collections/news");
     expect(read.status).toBe(200);

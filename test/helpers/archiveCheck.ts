@@ -115,10 +115,10 @@ function checkDedup(dir: string, ids: Set<string | undefined>, dbPath: string): 
   return rows.length;
 }
 
-/** CDXJ index lines (one sorted NAME.warc.gz.cdxj per WARC) point at records that are on disk. */
+/** CDXJ index lines (one sorted NAME.warc.gz.cdxj or NAME.warc.cdxj per WARC) point at records that are on disk. */
 function checkCdx(dir: string, names: string[]): number {
   let cdxLines = 0;
-  for (const f of names.filter((x) => x.endsWith(".warc.gz.cdxj"))) {
+  for (const f of names.filter((x) => /\.warc(\.gz)?\.cdxj$/.test(x))) {
     expect(existsSync(join(dir, f.slice(0, -".cdxj".length))), `${f} belongs to a WARC`).toBe(true);
     for (const line of readFileSync(join(dir, f), "utf8").split("\n").filter(Boolean)) {
       const j = JSON.parse(line.slice(line.indexOf("{"))) as { url: string; offset: string | number; length: string | number; filename: string };
@@ -130,10 +130,11 @@ function checkCdx(dir: string, names: string[]): number {
   return cdxLines;
 }
 
+/** The record at `offset`: its gzip member inflated, or (a `.warc`) its bytes as they are. */
 function member(dir: string, file: string, offset: number, length: number): string {
   const fd = openSync(join(dir, file), "r");
   const buf = Buffer.alloc(length);
   readSync(fd, buf, 0, length, offset);
   closeSync(fd);
-  return gunzipSync(buf).toString("latin1");
+  return (file.endsWith(".gz") ? gunzipSync(buf) : buf).toString("latin1");
 }

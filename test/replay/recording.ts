@@ -17,7 +17,7 @@ const RUN_MS = 90_000;
 export interface Recording {
   /** The WARC directory. */
   dir: string;
-  /** The closed WARC files (absolute paths). */
+  /** The closed WARC files, `.warc.gz` and `.warc` (absolute paths). */
   warcs: string[];
   /** `lathe index --cdxj --output` of those files, in `dir`. */
   cdxj: string;
@@ -37,18 +37,18 @@ function lathe(args: string[], cwd: string): Promise<string> {
   );
 }
 
-/** Record every page of `site` into `<work>/warcs`, then index the files. */
-export async function recordSite(site: Site, certs: OriginCerts, work: string): Promise<Recording> {
+/** Record every page of `site` into `<work>/warcs`, then index the files. `config`: more settings (e.g. `warc`). */
+export async function recordSite(site: Site, certs: OriginCerts, work: string, config: Record<string, unknown> = {}): Promise<Recording> {
   if (!existsSync(join(ROOT, "dist/cli/record.js"))) throw new Error("dist/cli/record.js is missing: run `npm run build` first (npm test does)");
   mkdirSync(work, { recursive: true });
   const dir = join(work, "warcs");
   const cfg = join(work, "lathe.config.json");
   // lathe trusts the test origin's CA; the browser trusts only lathe's CA.
-  writeFileSync(cfg, JSON.stringify({ upstream: { caFile: certs.caFile }, certs: { dir: join(work, "certs") } }));
+  writeFileSync(cfg, JSON.stringify({ upstream: { caFile: certs.caFile }, certs: { dir: join(work, "certs") }, ...config }));
   const wacz = join(work, "site.wacz");
   const stdout = await lathe(["record", "--headless", "--dir", dir, "--config", cfg, "--wacz", wacz, ...site.pages.map((p) => p.url)], work);
   const warcs = readdirSync(dir)
-    .filter((f) => f.endsWith(".warc.gz"))
+    .filter((f) => /\.warc(\.gz)?$/.test(f))
     .sort()
     .map((f) => join(dir, f));
   const cdxj = join(dir, "default.cdxj");

@@ -21,14 +21,14 @@
  * WACZ (rebuilt with python3's zipfile), one index offset damaged, the WARC dropped from archive/.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { originCerts } from "../helpers/certs.js";
-import { CHROMIUM, type ArchiveCheck, type ReplayBrowser, type ReplayServer, type Tripwire, checkArchive, holdPorts, launchReplayBrowser, startReplayServer } from "../helpers/replay.js";
+import { CHROMIUM, type ArchiveCheck, type ReplayBrowser, type ReplayServer, type Tripwire, checkArchive } from "../helpers/replay.js";
 import { copyInto, corruptRecord, lineOf, misdirect, misdirectLine, removeRecord, rezip, rezipWithIndex, waczIndex, zipEntries } from "./damage.js";
-import { type Recording, recordSite } from "./recording.js";
-import { type Site, startReplaySite } from "./site.js";
+import { startRecordedReplay, type RecordedReplay } from "./fixture.js";
+import type { Recording } from "./recording.js";
+import type { Site } from "./site.js";
 
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`warcReplay.test.ts skipped: ${CHROMIUM} does not exist (apt-get install -y chromium; npm test's pretest installs it)`);
@@ -56,22 +56,14 @@ describe.skipIf(!hasChromium)(`lathe's WARC, CDXJ and WACZ replay in ReplayWeb.p
   const warcOf = (files: Record<string, string>) => files[basename(rec.warcs[0]!)]!;
   const failing = (c: ArchiveCheck) => Object.keys(c.problems).filter((u) => c.problems[u]!.length > 0);
 
+  let fixture: RecordedReplay | undefined;
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "lathe-replay-"));
-    site = await startReplaySite(certs);
-    rec = await recordSite(site, certs, join(work, "rec"));
-    // The live site is gone before anything replays; tripwires hold its ports.
-    await site.close();
-    held = await holdPorts(site.ports);
-    server = await startReplayServer(work);
-    rb = await launchReplayBrowser(server);
+    fixture = await startRecordedReplay(certs, "lathe-replay");
+    ({ work, site, rec, server, rb, held } = fixture);
   }, 120_000);
 
   afterAll(async () => {
-    await rb?.close();
-    await server?.close();
-    await Promise.all(held.map((t) => t.close()));
-    if (work) rmSync(work, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   it("lathe recorded one WARC, every page, and the second photo URL as a revisit of the first", () => {
