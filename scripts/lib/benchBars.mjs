@@ -14,7 +14,7 @@ export const BARS = {
 };
 
 /** Which floor a row's CPU is compared with: interception rows against tinymitm, the rest tinyproxy. */
-export const floorOf = (id) => (id.startsWith("https") ? "tinymitm" : "tinyproxy");
+export const floorOf = (id) => (/(^|\/)https/.test(id) ? "tinymitm" : "tinyproxy");
 
 /** Large-body rows are scored per MB, the others per exchange. */
 export const perMB = (id) => id.startsWith("http-large/");
