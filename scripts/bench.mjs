@@ -1,17 +1,25 @@
 #!/usr/bin/env node
-// `npm run bench` (after `npm run build`): the shared proxybench harness against a direct
-// connection, a freshly started lathe and, when `mitmdump` is on PATH, a freshly started mitmproxy,
-// all in one session; then the ratio table (summarize.mjs), the issue's goal checks and the size of
-// the WARCs lathe wrote. Node built-ins only.
+// `npm run bench` (after `npm run build`; scripts/bench-all.mjs runs this first and passes it the
+// options): the shared proxybench harness against a direct connection, the two bare Node proxies
+// that are the floors of issue #25 (tinyproxy: plain HTTP and blind tunnels; tinymitm: TLS
+// interception with pre-made leaves, nothing recorded), a freshly started lathe with a user's
+// defaults (gzip, dedup, live index, crawl log, control API and live page) and, when `mitmdump` is
+// on PATH, mitmproxy — all in one session, rounds alternating. Then per row: req/s share of direct,
+// each proxy's CPU per exchange (per MB on the large rows), lathe's ratio to its floor; the bars'
+// PASS/FAIL lines; the size of the WARCs lathe wrote. Node built-ins only.
 //
 //   npm run bench [-- proxybench options]       e.g. npm run bench -- --quick --scenarios http-small,slow
 //
 // Environment:
 //   LATHE_BENCH_DIR        the harness directory (default ../shared/bench next to the repository)
-//   LATHE_BENCH_ROUNDS     alternate direct / lathe / mitmproxy this many times (default 1); medians are scored
+//   LATHE_BENCH_ROUNDS     alternate direct / tinyproxy / tinymitm / lathe / mitmproxy this many
+//                          times (default 1); medians are scored
 //   LATHE_BENCH_OUT        where the result JSON files go (default a temp dir, kept and printed)
 //   LATHE_BENCH_NO_MITM=1  skip mitmproxy even when mitmdump is installed
+//   LATHE_BENCH_ONLY       comma-separated labels to run (e.g. "tinyproxy,lathe"; direct always runs)
 //   LATHE_BENCH_KEEP=1     keep the WARCs, certs and logs lathe wrote (default: deleted after the run)
+//   LATHE_BENCH_NODE_ARGS  node options for lathe only, split on spaces, e.g. "--cpu-prof
+//                          --cpu-prof-dir=/tmp/prof" (profiles are written when lathe exits)
 //   LATHE_BENCH_PROXY_CMD  dry runs: a command started instead of lathe, split on spaces (no shell),
 //                          with {port} {dir} {certs} {config} substituted, e.g.
 //                          "node ../shared/bench/tinyproxy.mjs --port {port}"
@@ -21,26 +29,20 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, sleep, startServer } from "./lib/servers.mjs";
+import { barChecks, rowTable, rowsOf } from "./lib/benchBars.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = path.resolve(process.env.LATHE_BENCH_DIR ?? path.resolve(repoRoot, "..", "shared", "bench"));
 const proxybench = path.join(benchDir, "proxybench.mjs");
-const summarize = path.join(benchDir, "summarize.mjs");
 const extra = process.argv.slice(2);
 const quick = extra.includes("--quick");
 const rounds = Math.max(1, Number(process.env.LATHE_BENCH_ROUNDS ?? 1) | 0);
 const keep = process.env.LATHE_BENCH_KEEP === "1";
 const proxyCmd = process.env.LATHE_BENCH_PROXY_CMD?.trim() || null;
 const mitmdump = process.env.LATHE_BENCH_NO_MITM === "1" ? null : which("mitmdump");
-
-const GOALS = {
-  httpSmall: 0.5, // http-small/c32 req/s, lathe / direct
-  httpsSmall: 0.4, // https-small/c32
-  newconn: 0.5, // https-newconn/first-c1
-  slowTtfbMs: 20, // slow/c16 ttfb50, lathe - direct
-  largeVsMitm: 3, // http-large/50MB-c1 (20MB-c1 with --quick) MB/s, lathe / mitmproxy
-  rssMB: 200, // lathe peak RSS over the whole run
-};
+const only = process.env.LATHE_BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean) ?? null;
+const nodeArgs = process.env.LATHE_BENCH_NODE_ARGS?.trim().split(/\s+/) ?? [];
+const PROXIES = ["tinyproxy", "tinymitm", "lathe", ...(mitmdump ? ["mitmproxy"] : [])].filter((p) => !only || only.includes(p));
 
 function which(cmd) {
   for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
@@ -103,221 +105,142 @@ function warcTotals(dir) {
   return { files, bytes, open };
 }
 
-// --- scoring -----------------------------------------------------------------------------------
+// --- one proxy under measurement ------------------------------------------------------------------
 
-const median = (xs) => {
-  const v = xs.filter((x) => typeof x === "number" && Number.isFinite(x)).sort((a, b) => a - b);
-  if (!v.length) return null;
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-};
-
-/** Per row id over the runs of one label: median metrics and total errors. */
-function rowsOf(runs) {
-  const byId = new Map();
-  for (const run of runs) for (const r of run.results) {
-    if (!byId.has(r.id)) byId.set(r.id, []);
-    byId.get(r.id).push(r);
+/** How to start each proxy of a round: command, args and the CA the client verifies HTTPS against. */
+function proxySpec(label, { port, inst, benchCa }) {
+  const node = process.execPath;
+  if (label === "tinyproxy" || label === "tinymitm") {
+    // Both trust the bench CA (tinyproxy tunnels blindly; tinymitm's leaves are signed by it).
+    return { cmd: node, args: [path.join(benchDir, `${label}.mjs`), "--port", String(port)], caArgs: [], log: path.join(inst, `${label}.log`) };
   }
-  const out = new Map();
-  for (const [id, rs] of byId) {
-    out.set(id, {
-      errors: rs.reduce((s, r) => s + (r.errors || 0), 0),
-      reqPerSec: median(rs.map((r) => r.reqPerSec)),
-      mbPerSec: median(rs.map((r) => r.mbPerSec)),
-      ttfb50: median(rs.map((r) => r.ttfbMs?.p50)),
-      peakRssKB: Math.max(0, ...rs.map((r) => r.proxy?.peakRssKB ?? 0)),
-    });
+  if (label === "mitmproxy") {
+    const confdir = path.join(inst, "mitmproxy");
+    mkdirSync(confdir, { recursive: true });
+    const args = ["--listen-host", "127.0.0.1", "--listen-port", String(port), "--ssl-insecure", "-q", "--set", `confdir=${confdir}`];
+    return { cmd: mitmdump, args, ca: path.join(confdir, "mitmproxy-ca-cert.pem"), log: path.join(confdir, "mitmdump.log") };
   }
-  return out;
+  const dir = path.join(inst, "warcs");
+  const certs = path.join(inst, "certs");
+  const config = path.join(inst, "proxy.config.json");
+  writeFileSync(config, `${JSON.stringify({ upstream: { caFile: benchCa } }, null, 2)}\n`);
+  if (proxyCmd) {
+    const subst = (a) => a.replaceAll("{port}", String(port)).replaceAll("{dir}", dir).replaceAll("{certs}", certs).replaceAll("{config}", config);
+    const [cmd, ...args] = proxyCmd.split(/\s+/).map(subst);
+    return { cmd, args, ca: path.join(certs, "lathe-ca.pem"), log: path.join(inst, "lathe.log"), warcDir: dir };
+  }
+  // A user's defaults: the control API (live page and feed) on a free port, crawl log and live
+  // index in the WARC directory, gzip and digest dedup from the config defaults.
+  const lathe = path.join(repoRoot, "bin", "lathe.js");
+  const args = [...nodeArgs, lathe, "serve", "--port", String(port), "--control-port", "0", "--dir", dir, "--certs", certs, "--config", config];
+  return { cmd: node, args, ca: path.join(certs, "lathe-ca.pem"), log: path.join(inst, "lathe.log"), warcDir: dir };
 }
 
-const f2 = (x) => (x === null || x === undefined ? "-" : x.toFixed(2));
-
-function goalChecks(results, wholeRunPeakKB) {
-  const direct = rowsOf(results.direct);
-  const lathe = rowsOf(results.lathe);
-  const mitm = results.mitmproxy.length ? rowsOf(results.mitmproxy) : null;
-  const lines = [];
-  const verdicts = [];
-  const put = (verdict, text) => {
-    verdicts.push(verdict);
-    lines.push(`${verdict.padEnd(4)}  ${text}`);
-  };
-  const ratioGoal = (id, goal, metric = "reqPerSec") => {
-    const a = direct.get(id);
-    const b = lathe.get(id);
-    if (!a || !b) return put("SKIP", `${id} ${metric === "reqPerSec" ? "req/s" : metric} ≥ ${goal}× direct: row not run`);
-    if (a.errors || b.errors) return put("FAIL", `${id} ≥ ${goal}× direct: row had errors (direct ${a.errors}, lathe ${b.errors}), not scored`);
-    const r = a[metric] > 0 ? b[metric] / a[metric] : null;
-    put(r !== null && r >= goal ? "PASS" : "FAIL", `${id} req/s lathe/direct = ${f2(r)} (goal ≥ ${goal}; lathe ${f2(b[metric])}, direct ${f2(a[metric])})`);
-  };
-  ratioGoal("http-small/c32", GOALS.httpSmall);
-  ratioGoal("https-small/c32", GOALS.httpsSmall);
-  ratioGoal("https-newconn/first-c1", GOALS.newconn);
-
-  {
-    const id = "slow/c16";
-    const a = direct.get(id);
-    const b = lathe.get(id);
-    if (!a || !b) put("SKIP", `${id} ttfb50 within ${GOALS.slowTtfbMs} ms of direct: row not run`);
-    else if (a.errors || b.errors) put("FAIL", `${id} ttfb50: row had errors (direct ${a.errors}, lathe ${b.errors}), not scored`);
-    else {
-      const d = b.ttfb50 - a.ttfb50;
-      put(d <= GOALS.slowTtfbMs ? "PASS" : "FAIL", `${id} ttfb50 lathe - direct = ${f2(d)} ms (goal ≤ ${GOALS.slowTtfbMs}; lathe ${f2(b.ttfb50)}, direct ${f2(a.ttfb50)})`);
-    }
+/** Starts one proxy, runs proxybench through it, stops it; returns the JSON path (or null). */
+async function measure(label, round, ctx) {
+  const port = await freePort();
+  const inst = path.join(ctx.work, `${label}-${round}`);
+  mkdirSync(inst, { recursive: true });
+  const spec = proxySpec(label, { port, inst, benchCa: ctx.benchCa });
+  if (spec.warcDir) ctx.warcDirs.push(spec.warcDir);
+  say(`\n=== round ${round}: ${label} (${[spec.cmd === process.execPath ? "node" : spec.cmd, ...spec.args].join(" ")})`);
+  const server = await startServer(label, spec.cmd, spec.args, port, spec.log);
+  ctx.running = server;
+  const rss = rssSampler(server.pid);
+  let caArgs = spec.caArgs ?? [];
+  if (spec.ca) {
+    for (let i = 0; i < 100 && !existsSync(spec.ca); i++) await sleep(100);
+    if (existsSync(spec.ca)) caArgs = ["--ca", spec.ca];
+    else say(`bench: ${spec.ca} does not exist; HTTPS is verified against the bench CA (right only for a tunnelling proxy)`);
   }
-
-  {
-    const id = `http-large/${quick ? 20 : 50}MB-c1`;
-    const b = lathe.get(id);
-    const m = mitm?.get(id);
-    if (!mitm) put("SKIP", `${id} MB/s ≥ ${GOALS.largeVsMitm}× mitmproxy: mitmproxy not run (install it: apt-get install mitmproxy)`);
-    else if (!b || !m) put("SKIP", `${id} MB/s ≥ ${GOALS.largeVsMitm}× mitmproxy: row not run`);
-    else if (b.errors || m.errors) put("FAIL", `${id} MB/s: row had errors (lathe ${b.errors}, mitmproxy ${m.errors}), not scored`);
-    else {
-      const r = m.mbPerSec > 0 ? b.mbPerSec / m.mbPerSec : null;
-      put(r !== null && r >= GOALS.largeVsMitm ? "PASS" : "FAIL", `${id} MB/s lathe/mitmproxy = ${f2(r)} (goal ≥ ${GOALS.largeVsMitm}; lathe ${f2(b.mbPerSec)}, mitmproxy ${f2(m.mbPerSec)})`);
-    }
-  }
-
-  {
-    const rowsPeak = Math.max(0, ...[...lathe.values()].map((r) => r.peakRssKB));
-    const peakKB = Math.max(rowsPeak, wholeRunPeakKB);
-    const mb = peakKB / 1024;
-    if (!peakKB) put("SKIP", `lathe peak RSS ≤ ${GOALS.rssMB} MB: not sampled`);
-    else put(mb <= GOALS.rssMB ? "PASS" : "FAIL", `lathe peak RSS = ${mb.toFixed(0)} MB over the whole run (goal ≤ ${GOALS.rssMB} MB)`);
-  }
-
-  {
-    const errs = [...lathe.entries()].filter(([, r]) => r.errors);
-    const total = errs.reduce((s, [, r]) => s + r.errors, 0);
-    put(total === 0 ? "PASS" : "FAIL", total === 0 ? `zero errors through lathe (${lathe.size} rows)` : `${total} errors through lathe in ${errs.map(([id]) => id).join(", ")}`);
-    const derr = [...direct.values()].reduce((s, r) => s + r.errors, 0);
-    if (derr) lines.push(`note  ${derr} errors in the direct run: its rows are not scored`);
-  }
-  return { lines, failed: verdicts.includes("FAIL") };
+  const out = path.join(ctx.outDir, `${label}-${round}.json`);
+  await runBench(["--proxy", `http://127.0.0.1:${port}`, ...caArgs, "--pid", String(server.pid), "--label", label, "--json", out]);
+  if (label === "lathe") ctx.wholeRunPeakKB = Math.max(ctx.wholeRunPeakKB, rss.stop());
+  else rss.stop();
+  const st = await server.stop(label === "mitmproxy" ? 10_000 : 60_000);
+  ctx.running = null;
+  if (st.code !== 0 && label === "lathe") say(`bench: lathe exited with ${st.code ?? st.sig} after SIGTERM; its output: ${spec.log}`);
+  return existsSync(out) ? out : null;
 }
 
 // --- main --------------------------------------------------------------------------------------
+
+function report(json, ctx) {
+  const load = (files) => files.map((f) => JSON.parse(readFileSync(f, "utf8")));
+  const byLabel = {};
+  for (const [label, files] of Object.entries(json)) if (files.length) byLabel[label] = rowsOf(load(files));
+  const shown = PROXIES.filter((p) => byLabel[p]);
+  say(`\n=== rows (${rounds > 1 ? `medians of ${rounds} alternating rounds` : "one round"}; ×dir = req/s (MB/s) share of direct; cpu = the proxy's CPU, all threads, per exchange or per MB)`);
+  for (const l of rowTable(byLabel, shown)) say(l);
+  if (!byLabel.direct || !byLabel.lathe) {
+    say("\nbench: no direct or lathe results: bars not checked");
+    return true;
+  }
+  const largeId = `http-large/${quick ? 20 : 50}MB-c1`;
+  const res = barChecks(byLabel, { largeId, wholeRunPeakKB: ctx.wholeRunPeakKB });
+  say(`\n=== bars of issue #25 (same session; load average at start ${ctx.loadAtStart}, at end ${os.loadavg().map((x) => x.toFixed(2)).join(" ")})`);
+  for (const l of res.lines) say(l);
+  return res.failed;
+}
 
 async function main() {
   if (!existsSync(proxybench)) {
     console.error(`bench: the harness ${proxybench} is missing; set LATHE_BENCH_DIR to the directory holding proxybench.mjs`);
     return 2;
   }
-  const lathe = path.join(repoRoot, "bin", "lathe.js");
   if (!proxyCmd && !existsSync(path.join(repoRoot, "dist", "cli", "main.js"))) {
     console.error("bench: dist/ is missing; run `npm run bench` (it builds first) or `npm run build`");
     return 2;
   }
-  const benchCa = execFileSync(process.execPath, [proxybench, "--print-ca"], { encoding: "utf8" }).trim();
   const work = mkdtempSync(path.join(os.tmpdir(), "lathe-bench-"));
-  const outDir = path.resolve(process.env.LATHE_BENCH_OUT ?? path.join(work, "results"));
-  mkdirSync(outDir, { recursive: true });
-  const json = { direct: [], lathe: [], mitmproxy: [] };
-  const warcDirs = [];
-  let wholeRunPeakKB = 0;
-  let server = null;
-  const cleanup = () => {
-    try {
-      server?.child.kill("SIGKILL");
-    } catch {}
+  const ctx = {
+    work,
+    benchCa: execFileSync(process.execPath, [proxybench, "--print-ca"], { encoding: "utf8" }).trim(),
+    outDir: path.resolve(process.env.LATHE_BENCH_OUT ?? path.join(work, "results")),
+    warcDirs: [],
+    wholeRunPeakKB: 0,
+    running: null,
+    loadAtStart: os.loadavg().map((x) => x.toFixed(2)).join(" "),
   };
-  process.on("exit", cleanup);
+  mkdirSync(ctx.outDir, { recursive: true });
+  process.on("exit", () => {
+    try {
+      ctx.running?.child.kill("SIGKILL");
+    } catch {}
+  });
   for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
 
   say(`bench: harness ${benchDir}; ${rounds} round(s)${quick ? ", --quick" : ""}${extra.length ? `; proxybench options: ${extra.join(" ")}` : ""}`);
-  say(`bench: results in ${outDir}; mitmproxy: ${mitmdump ?? "not installed (apt-get install mitmproxy), skipped"}`);
+  say(`bench: proxies ${PROXIES.join(", ")}; mitmproxy: ${mitmdump ?? "not installed (apt-get install mitmproxy), skipped"}; results in ${ctx.outDir}`);
   if (proxyCmd) say(`bench: DRY RUN: LATHE_BENCH_PROXY_CMD="${proxyCmd}" is measured under the label "lathe"`);
 
+  const json = { direct: [], ...Object.fromEntries(PROXIES.map((p) => [p, []])) };
   for (let round = 1; round <= rounds; round++) {
-    // (a) direct: the limit of this machine.
     say(`\n=== round ${round}: direct`);
-    const directJson = path.join(outDir, `direct-${round}.json`);
+    const directJson = path.join(ctx.outDir, `direct-${round}.json`);
     const dc = await runBench(["--direct", "--label", "direct", "--json", directJson]);
     if (dc === 2) return 2; // usage error: the same arguments would fail for every run
     if (existsSync(directJson)) json.direct.push(directJson);
-
-    // (b) lathe, freshly started (empty leaf cache: first-c1 includes certificate issuance).
-    const port = await freePort();
-    const inst = path.join(work, `lathe-${round}`);
-    const dir = path.join(inst, "warcs");
-    const certs = path.join(inst, "certs");
-    const config = path.join(inst, "proxy.config.json");
-    mkdirSync(inst, { recursive: true });
-    writeFileSync(config, `${JSON.stringify({ upstream: { caFile: benchCa } }, null, 2)}\n`);
-    warcDirs.push(dir);
-    const subst = (a) => a.replaceAll("{port}", String(port)).replaceAll("{dir}", dir).replaceAll("{certs}", certs).replaceAll("{config}", config);
-    const [cmd, ...args] = proxyCmd
-      ? proxyCmd.split(/\s+/).map(subst)
-      : [process.execPath, lathe, "serve", "--port", String(port), "--control-port=-1", "--dir", dir, "--certs", certs, "--config", config];
-    say(`\n=== round ${round}: lathe (${[cmd === process.execPath ? "node" : cmd, ...args].join(" ")})`);
-    server = await startServer("lathe", cmd, args, port, path.join(inst, "lathe.log"));
-    const rss = rssSampler(server.pid);
-    const caPem = path.join(certs, "lathe-ca.pem");
-    const caArgs = existsSync(caPem) ? ["--ca", caPem] : [];
-    if (!caArgs.length) say(`bench: ${caPem} does not exist; HTTPS is verified against the bench CA (right only for a tunnelling proxy)`);
-    const latheJson = path.join(outDir, `lathe-${round}.json`);
-    await runBench(["--proxy", `http://127.0.0.1:${port}`, ...caArgs, "--pid", String(server.pid), "--label", "lathe", "--json", latheJson]);
-    wholeRunPeakKB = Math.max(wholeRunPeakKB, rss.stop());
-    const st = await server.stop();
-    server = null;
-    if (st.code !== 0) say(`bench: lathe exited with ${st.code ?? st.sig} after SIGTERM; its output: ${path.join(inst, "lathe.log")}`);
-    if (existsSync(latheJson)) json.lathe.push(latheJson);
-
-    // (c) mitmproxy, freshly started, as ../shared/bench/run-mitmproxy.sh does (its own confdir, so
-    // its CA is ours to find and the user's ~/.mitmproxy is left alone).
-    if (mitmdump) {
-      const mport = await freePort();
-      const confdir = path.join(work, `mitmproxy-${round}`);
-      mkdirSync(confdir, { recursive: true });
-      say(`\n=== round ${round}: mitmproxy (${mitmdump})`);
-      server = await startServer("mitmdump", mitmdump, ["--listen-host", "127.0.0.1", "--listen-port", String(mport), "--ssl-insecure", "-q", "--set", `confdir=${confdir}`], mport, path.join(confdir, "mitmdump.log"));
-      const mca = path.join(confdir, "mitmproxy-ca-cert.pem");
-      for (let i = 0; i < 100 && !existsSync(mca); i++) await sleep(100);
-      const mitmJson = path.join(outDir, `mitmproxy-${round}.json`);
-      await runBench(["--proxy", `http://127.0.0.1:${mport}`, "--ca", mca, "--pid", String(server.pid), "--label", "mitmproxy", "--json", mitmJson]);
-      await server.stop(10_000);
-      server = null;
-      if (existsSync(mitmJson)) json.mitmproxy.push(mitmJson);
+    for (const label of PROXIES) {
+      const out = await measure(label, round, ctx);
+      if (out) json[label].push(out);
     }
   }
+  const failed = report(json, ctx);
 
-  // Ratios.
-  const files = [...json.direct, ...json.lathe, ...json.mitmproxy];
-  say("\n=== summary (summarize.mjs; A = direct)");
-  if (json.direct.length && files.length >= 2) {
-    execFileSync(process.execPath, [summarize, ...files, "--base", "direct"], { stdio: "inherit" });
-  } else say("bench: not enough result files to summarize");
-  if (json.mitmproxy.length && json.lathe.length) {
-    say("\n=== lathe against mitmproxy (A = mitmproxy)");
-    execFileSync(process.execPath, [summarize, ...json.mitmproxy, ...json.lathe, "--base", "mitmproxy"], { stdio: "inherit" });
+  const t = ctx.warcDirs.map(warcTotals).reduce((a, b) => ({ files: a.files + b.files, bytes: a.bytes + b.bytes, open: a.open + b.open }), { files: 0, bytes: 0, open: 0 });
+  const body = json.lathe?.map((f) => JSON.parse(readFileSync(f, "utf8"))).flatMap((r) => r.results).reduce((s, r) => s + (r.bodyBytes || 0), 0);
+  if (json.lathe?.length) {
+    say(`\nWARCs written by lathe: ${t.files} file(s), ${(t.bytes / 1e6).toFixed(1)} MB (${t.bytes} bytes)` +
+      `${body ? `; measured body bytes through lathe ${(body / 1e6).toFixed(1)} MB (warm-up requests are recorded too)` : ""}` +
+      `${t.open ? `; ${t.open} still .open after shutdown` : ""}`);
   }
-
-  // Goals (the issue's "Benchmark" section; decisions.md §8 says which rows count).
-  let failed = true;
-  if (json.direct.length && json.lathe.length) {
-    const load = (fs_) => fs_.map((f) => JSON.parse(readFileSync(f, "utf8")));
-    const res = goalChecks({ direct: load(json.direct), lathe: load(json.lathe), mitmproxy: load(json.mitmproxy) }, wholeRunPeakKB);
-    say(`\n=== goals (${rounds > 1 ? `medians of ${rounds} rounds` : "one round"}; ratios to direct on this run)`);
-    for (const l of res.lines) say(l);
-    failed = res.failed;
-  } else say("\nbench: no direct or lathe results: goals not checked");
-
-  // What lathe wrote.
-  const t = warcDirs.map(warcTotals).reduce((a, b) => ({ files: a.files + b.files, bytes: a.bytes + b.bytes, open: a.open + b.open }), { files: 0, bytes: 0, open: 0 });
-  const body = json.lathe.map((f) => JSON.parse(readFileSync(f, "utf8"))).flatMap((r) => r.results).reduce((s, r) => s + (r.bodyBytes || 0), 0);
-  say(`\nWARCs written by lathe: ${t.files} file(s), ${(t.bytes / 1e6).toFixed(1)} MB (${t.bytes} bytes)` +
-    `${body ? `; measured body bytes through lathe ${(body / 1e6).toFixed(1)} MB (warm-up requests are recorded too)` : ""}` +
-    `${t.open ? `; ${t.open} still .open after shutdown` : ""}`);
-  if (keep) say(`bench: kept lathe's WARCs, certs and logs in ${work}`);
+  if (keep) say(`bench: kept the proxies' WARCs, certs and logs in ${work}`);
   else {
-    for (const d of warcDirs) rmSync(path.dirname(d), { recursive: true, force: true });
-    for (let r = 1; r <= rounds; r++) rmSync(path.join(work, `mitmproxy-${r}`), { recursive: true, force: true });
-    if (!outDir.startsWith(work + path.sep)) rmSync(work, { recursive: true, force: true });
+    for (const e of readdirSync(work)) if (path.join(work, e) !== ctx.outDir) rmSync(path.join(work, e), { recursive: true, force: true });
+    if (!ctx.outDir.startsWith(work + path.sep)) rmSync(work, { recursive: true, force: true });
   }
-  say(`bench: result JSON files in ${outDir}`);
+  say(`bench: result JSON files in ${ctx.outDir}`);
   return failed ? 1 : 0;
 }
 

@@ -1,5 +1,6 @@
 import type { IdSource } from "../core/ids.js";
 import { flatString, recordId } from "../core/ids.js";
+import { RecentMap } from "../core/recentMap.js";
 import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
@@ -97,7 +98,7 @@ export interface ArchiveStats {
 export class Archiver {
   readonly #o: ArchiverOptions;
   /** Recent page records per series (`series uri` → record), for linking associated resources. */
-  readonly #pages = new Map<string, { id: string; date: string; atMs: number }>();
+  readonly #pages = new RecentMap<string, { id: string; date: string; atMs: number }>(50_000);
   readonly #pending = new Map<string, Array<Promise<void>>>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
   /** Captures given up at shutdown and captures cut short by their spool (for the log and status). */
@@ -183,10 +184,8 @@ export class Archiver {
   #rememberPage(series: string, uri: string, w: WrittenRecord): void {
     // Flat strings: these entries live for minutes, and ropes cost several times their text.
     const key = flatString(`${series} ${uri}`);
-    this.#pages.delete(key);
+    // Bounded: the least recently written pages go first.
     this.#pages.set(key, { id: flatString(w.id), date: flatString(w.date ?? ""), atMs: Date.now() });
-    // Bounded: the oldest entries go first (a Map iterates in insertion order).
-    if (this.#pages.size > 50_000) this.#pages.delete(this.#pages.keys().next().value!);
   }
 
   /** The most recent response/revisit of `uri` in `series` written within `windowMs`, if any. */

@@ -10,6 +10,7 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServerResponse } from "node:http";
+import { RecentMap } from "../core/recentMap.js";
 import type { ArchiveEvent, Archiver } from "../archive/pipeline.js";
 import type { Session } from "../archive/sessions.js";
 import type { WarcWriter } from "../warc/types.js";
@@ -157,7 +158,7 @@ export class LiveFeed {
   readonly #groups = new Map<string, Group>();
   readonly #totals = zero();
   /** Main record id → group key, so a resource linked to a session's page joins that session. */
-  readonly #recordGroup = new Map<string, string>();
+  readonly #recordGroup = new RecentMap<string, string>(RECORD_IDS_KEPT);
   #pending: Array<LiveCapture & { group: string }> = [];
   #overflow = false;
   #seq = 0;
@@ -420,7 +421,6 @@ export class LiveFeed {
 
   #remember(recordId: string, key: string): void {
     this.#recordGroup.set(recordId, key);
-    if (this.#recordGroup.size > RECORD_IDS_KEPT) this.#recordGroup.delete(this.#recordGroup.keys().next().value!);
   }
 
   #collectionOfSeries(series: string): string {

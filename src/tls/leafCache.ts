@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createSecureContext, type SecureContext } from "node:tls";
+import { RecentMap } from "../core/recentMap.js";
 import { leafName, mintLeaf, sanKey, type CaMaterial, type LeafKey } from "./leaf.js";
 
 const DAY_MS = 86_400_000;
@@ -43,12 +44,11 @@ export class LeafCache {
   readonly #ca: CaMaterial;
   readonly #leafKey: LeafKey;
   readonly #caCertPem: string;
-  readonly #max: number;
   readonly #now: () => number;
   // One session ticket key for every leaf context, random per process and never stored (§3).
   readonly #ticketKeys = randomBytes(48);
-  // A Map iterates in insertion order; re-inserting on use makes the first key the LRU one.
-  readonly #entries = new Map<string, Entry>();
+  // Setting an entry again on use makes it the most recent; the least recent goes past the bound.
+  readonly #entries: RecentMap<string, Entry>;
   #minted = 0;
   #spareTarget: number;
   readonly #spares: SecureContext[] = [];
@@ -57,10 +57,10 @@ export class LeafCache {
   constructor(opts: LeafCacheOptions) {
     const max = opts.maxEntries ?? 10_000;
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
+    this.#entries = new RecentMap(max);
     this.#ca = opts.ca;
     this.#leafKey = opts.leafKey;
     this.#caCertPem = opts.caCertPem;
-    this.#max = max;
     this.#now = opts.now ?? Date.now;
     this.#spareTarget = Math.max(0, Math.floor(opts.spareContexts ?? 2));
   }
@@ -106,11 +106,9 @@ export class LeafCache {
     const key = sanKey(n); // "Example.COM", "example.com." and "example.com" share one leaf
     const now = this.#now();
     const hit = this.#entries.get(key);
-    if (hit) this.#entries.delete(key);
     // Re-mint with less than a day left, so no client sees a leaf expire mid-crawl.
     const entry = hit && hit.notAfterMs - now >= DAY_MS ? hit : this.#mint(n, now);
     this.#entries.set(key, entry);
-    if (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value!);
     return entry;
   }
 

@@ -218,7 +218,17 @@ export interface CrawlLogOptions {
   port: number;
   /** Short host name for the file name (default: `os.hostname()` up to the first dot). */
   hostname?: string;
+  /** How long a write waits for more lines to join it (default 10 ms; 0 = only those queued meanwhile). */
+  coalesceMs?: number;
 }
+
+/**
+ * WHY lines wait a little: every write through the threadpool costs ~40 µs of CPU however short
+ * (measured on a 2-core VM: 42 µs for one 300-byte line, 4.6 µs per line in writes of 16), and a
+ * capture finishes every few hundred µs under load. A few ms of waiting lets the lines of many
+ * captures go in one write(2); a line still lands within that window, and close() writes it.
+ */
+const COALESCE_MS = 10;
 
 /**
  * The file part for a prefix: the prefix when it is a safe file-name part, else `crawl` (warcprox
@@ -237,8 +247,10 @@ export class CrawlLog {
   private readonly files = new Map<string, { handle: Promise<FileHandle>; tail: Promise<void>; batch: { lines: string[]; written: Promise<void> } | null }>();
   private dirReady: Promise<unknown> | null = null;
   private closed = false;
+  private readonly coalesceMs: number;
 
   constructor(opts: CrawlLogOptions) {
+    this.coalesceMs = opts.coalesceMs ?? COALESCE_MS;
     this.dir = opts.dir;
     this.port = opts.port;
     this.hostname = opts.hostname ?? (osHostname().split(".")[0] || "localhost");
@@ -271,8 +283,9 @@ export class CrawlLog {
       this.files.set(path, f);
       handle.catch(() => this.files.delete(path));
     }
-    // Lines arriving while a write is queued join it: one write(2) for all of them, so under load
-    // the log keeps up instead of queueing one round trip per capture. Each resolves once written.
+    // Lines arriving while a write is queued (or waiting to coalesce) join it: one write(2) for all
+    // of them, so under load the log keeps up instead of one round trip per capture. Each resolves
+    // once written.
     if (f.batch) {
       f.batch.lines.push(line);
       return f.batch.written;
@@ -280,7 +293,9 @@ export class CrawlLog {
     const batch = { lines: [line], written: Promise.resolve() };
     const file = f;
     const h = f.handle;
+    const wait = this.coalesceMs;
     batch.written = f.tail.catch(() => undefined).then(async () => {
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       if (file.batch === batch) file.batch = null;
       const fh = await h;
       await fh.appendFile(Buffer.from(batch.lines.join("\n") + "\n", "utf8"));
