@@ -23,8 +23,8 @@ export interface ParsedHead {
 
 /** Index just past the blank line ending a head that starts at `from`, or -1 if not complete yet. */
 export function findHeadEnd(buf: Buffer, from = 0): number {
-  for (let i = from; i < buf.length; i++) {
-    if (buf[i] !== 0x0a) continue;
+  // indexOf is memchr: each line costs one native call instead of a JS step per byte.
+  for (let i = buf.indexOf(0x0a, from); i >= 0; i = buf.indexOf(0x0a, i + 1)) {
     // "\n\n" or "\n\r\n" ends the head (CRLF or bare LF line endings).
     if (buf[i + 1] === 0x0a) return i + 2;
     if (buf[i + 1] === 0x0d && buf[i + 2] === 0x0a) return i + 3;

@@ -57,6 +57,9 @@ export interface CapturedMessage {
 
 type BodyMode = "none" | "length" | "chunked" | "close";
 
+/** One settled promise for the many "nothing to wait for" answers (fewer promises per exchange, #25). */
+const RESOLVED: Promise<void> = Promise.resolve();
+
 /**
  * Records one HTTP message from the exact bytes of the upstream socket (the tap), without being
  * the parser that decides anything: Node's parser serves the client; this only keeps bytes,
@@ -164,7 +167,8 @@ export class MessageCapture {
       this.#pending = [];
       this.#pendingLen = 0;
       this.#startBody(head, status);
-      if (rest.length) this.#feedBody(Buffer.from(rest));
+      // Not copied: the spool keeps socket chunks by reference, and this is part of one.
+      if (rest.length) this.#feedBody(rest);
       return;
     }
   }
@@ -331,9 +335,7 @@ export class MessageCapture {
       framingError,
       firstByteMicros: this.#firstByte ?? this.#o.now(),
       headFields: head.fields,
-      dispose: async () => {
-        await spool?.dispose();
-      },
+      dispose: () => (spool ? spool.dispose() : RESOLVED),
     };
   }
 

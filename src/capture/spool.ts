@@ -8,6 +8,7 @@ import { ProxyError } from "../core/errors.js";
 import type { StreamSource } from "../warc/types.js";
 
 const TMP = tmpdir();
+const RESOLVED: Promise<void> = Promise.resolve();
 
 export interface SpoolOptions {
   /** Bytes kept in memory before the spool moves to a temp file. */
@@ -91,9 +92,9 @@ export class Spool implements StreamSource {
 
   finish(): Promise<void> {
     if (this.#finished) return this.#finished;
+    if (!this.#file || this.#cut) return (this.#finished = RESOLVED);
     this.#finished = new Promise<void>((resolve, reject) => {
-      const file = this.#file;
-      if (!file || this.#cut) return resolve();
+      const file = this.#file!;
       if (this.#opts.keepOnFailure) {
         // 'close' comes after 'error' (handled above: what was kept is kept) or after every byte is in the file.
         if (file.closed) return resolve();
@@ -131,10 +132,14 @@ export class Spool implements StreamSource {
     return this.#path ? null : Buffer.concat(this.#chunks);
   }
 
-  async dispose(): Promise<void> {
+  dispose(): Promise<void> {
     this.#chunks = [];
-    const p = this.#path;
-    if (!p) return;
+    // A spool that stayed in memory has nothing to wait for (most captures): no promise made.
+    return this.#path ? this.#disposeFile() : RESOLVED;
+  }
+
+  async #disposeFile(): Promise<void> {
+    const p = this.#path!;
     this.#path = null;
     if (this.#file && !this.#file.closed) {
       await new Promise<void>((r) => {

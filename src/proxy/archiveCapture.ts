@@ -65,7 +65,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
       f.onWaiting?.();
     },
   });
-  archiving.finally(release).catch(() => undefined);
+  archiving.then(release, release);
   const outcome = await archiving;
   const written = outcome.kind === "written";
   f.admitted.release({ written, revisit: written && outcome.revisit, wireBytes: response.rawHead.length + response.wireBodyLength });

@@ -92,7 +92,7 @@ class Exchange {
 
   /** The exchange is in flight until `p` (its archiving) settles. */
   #track<T>(p: Promise<T>): Promise<T> {
-    p.finally(() => this.#settle()).catch(() => undefined);
+    p.then(this.#settle, this.#settle);
     return p;
   }
 

@@ -74,7 +74,7 @@ export interface DestinationGuard {
 }
 
 export function createDestinationGuard(o: DestinationGuardOptions): DestinationGuard {
-  const denied = cidrMatcher(o.denyAddresses);
+  const denied = memoized(cidrMatcher(o.denyAddresses));
   const resolve = o.lookup ?? dns.lookup;
   const check = (ip: string, port: number, host = ip): DestinationRefused | null => {
     const via = host === ip ? ip : `${host} (${ip})`;
@@ -109,6 +109,23 @@ export function createDestinationGuard(o: DestinationGuardOptions): DestinationG
         });
       }) as unknown as net.LookupFunction;
     },
+  };
+}
+
+/**
+ * The deny-list's answer per address, remembered: node:net's BlockList builds a SocketAddress
+ * per check, once per exchange to an IP literal (a crawler working from addresses; #25). The
+ * list never changes while lathe runs; the memo is cleared when full, so it stays small.
+ */
+function memoized(match: (ip: string) => boolean, max = 1024): (ip: string) => boolean {
+  const known = new Map<string, boolean>();
+  return (ip) => {
+    let v = known.get(ip);
+    if (v === undefined) {
+      if (known.size >= max) known.clear();
+      known.set(ip, (v = match(ip)));
+    }
+    return v;
   };
 }
 
