@@ -1,4 +1,3 @@
-import "reflect-metadata";
 import { hostname } from "node:os";
 import type { AddressInfo, LookupFunction } from "node:net";
 import type { Config } from "./config/schema.js";

@@ -1,4 +1,3 @@
-import "reflect-metadata";
 import { parseArgs } from "node:util";
 import { ProxyError } from "../core/errors.js";
 import { VERSION } from "../core/version.js";

@@ -3,7 +3,8 @@
  * database must notice within seconds, not hang its exchanges), and the errors a user can act on
  * turned into messages that say what to do. The password never appears in them.
  */
-import pg from "pg";
+import type pg from "pg";
+import { pgModule } from "./pgModule.js";
 import { ProxyError, systemCode } from "../core/errors.js";
 import type { PostgresUrl } from "./url.js";
 
@@ -19,7 +20,7 @@ export interface PoolOptions {
 }
 
 export function createPool(u: PostgresUrl, o: PoolOptions = {}): pg.Pool {
-  const pool = new pg.Pool({
+  const pool = new (pgModule().Pool)({
     connectionString: u.url,
     max: o.max ?? 12,
     connectionTimeoutMillis: o.connectTimeoutMs ?? 5000,

@@ -4,7 +4,8 @@
  * (`ensure`, called periodically), never while the server is known to be away; each time it is
  * (re)established the listener is called once, as notifications sent meanwhile were missed.
  */
-import pg from "pg";
+import type pg from "pg";
+import { pgModule } from "./pgModule.js";
 import type { SharedDatabase } from "./database.js";
 
 export class NotifyListener {
@@ -36,7 +37,7 @@ export class NotifyListener {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#db.url.url, connectionTimeoutMillis: 5000, application_name: "lathe-listen", keepAlive: true });
+    const client = new (pgModule().Client)({ connectionString: this.#db.url.url, connectionTimeoutMillis: 5000, application_name: "lathe-listen", keepAlive: true });
     const drop = () => {
       if (this.#client === client) this.#client = null;
       void client.end().catch(() => undefined);

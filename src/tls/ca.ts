@@ -1,17 +1,15 @@
 /**
  * Creating the key material lathe keeps in certs/ (mitm-certificates.md §2): the CA certificate
  * and key, and the one leaf key. Pure apart from randomness: the caller supplies hostname and
- * time, the store writes the files. Runs once per installation, so a certificate library's
- * milliseconds do not matter here (leaves are built by hand in leaf.ts).
+ * time, the store writes the files. The CA is built as DER by hand and signed with node:crypto,
+ * like the leaves (leaf.ts): a certificate library would cost every `lathe serve` ~20 MB of
+ * resident memory just by being loaded (measured for @peculiar/x509 with its dependencies, #25).
  */
-import "reflect-metadata"; // @peculiar/x509's dependency injection needs it loaded first
-import { generateKeyPairSync, webcrypto } from "node:crypto";
-import * as x509 from "@peculiar/x509";
-
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+import { generateKeyPairSync, randomBytes, sign } from "node:crypto";
+import * as der from "./der.js";
+import { ALG_ECDSA_SHA256, OID, VERSION_V3, extension, keyIdOf, toPem } from "./leaf.js";
 
 const DAY_MS = 86_400_000;
-const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 /** X.520 ub-common-name; the CN is "lathe CA <hostname> <date>", 20 characters plus the host. */
 const MAX_CN = 64;
 
@@ -29,44 +27,53 @@ export function caCommonName(hostname: string, nowMs: number): string {
   return `lathe CA ${host} ${date}`;
 }
 
-export async function createCa(opts: { hostname: string; nowMs: number }): Promise<CreatedCa> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
-  const serial = new Uint8Array(16);
-  // High bit cleared keeps it positive in 16 octets; a zero first byte would shrink the
-  // minimal INTEGER encoding, so draw again (RFC 5280 §4.1.2.2).
-  do webcrypto.getRandomValues(serial);
-  while ((serial[0]! & 0x7f) === 0);
-  serial[0]! &= 0x7f;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: Buffer.from(serial).toString("hex"),
-    // DER order CN then O, so `openssl x509 -subject` prints "CN = lathe CA ..., O = lathe".
-    name: [{ CN: [caCommonName(opts.hostname, opts.nowMs)] }, { O: ["lathe"] }],
-    notBefore: new Date(opts.nowMs - DAY_MS),
-    notAfter: plusYears(opts.nowMs, 10),
-    keys,
-    signingAlgorithm: ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true), // CA:TRUE, pathlen:0: it signs leaves only
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey), // SHA-1 of the key bits
-    ],
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
-  return { certPem: cert.toString("pem") + "\n", keyPem: pemOf("PRIVATE KEY", pkcs8) };
+/** Name ::= SEQUENCE OF RDN, one attribute per RDN: CN then O, so openssl prints "CN = ..., O = lathe". */
+function caName(commonName: string): Buffer {
+  const rdn = (oid: string, value: string) => der.set(der.sequence(der.oid(oid), der.utf8String(value)));
+  return der.sequence(rdn(OID.commonName, commonName), rdn(OID.organizationName, "lathe"));
 }
 
-function plusYears(ms: number, years: number): Date {
+/** 16 random bytes, high bit cleared (positive); never a zero first byte, which would shorten the INTEGER (RFC 5280 §4.1.2.2). */
+function caSerial(): Buffer {
+  let serial: Buffer;
+  do serial = randomBytes(16);
+  while ((serial[0]! & 0x7f) === 0);
+  serial[0]! &= 0x7f;
+  return serial;
+}
+
+export async function createCa(opts: { hostname: string; nowMs: number }): Promise<CreatedCa> {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const spkiDer = publicKey.export({ type: "spki", format: "der" });
+  const name = caName(caCommonName(opts.hostname, opts.nowMs));
+  const extensions = der.sequence(
+    // CA:TRUE, pathlen:0: it signs leaves only.
+    extension(OID.basicConstraints, true, der.sequence(der.booleanTrue(), der.unsignedInteger(Buffer.from([0])))),
+    // keyCertSign (bit 5) and cRLSign (bit 6): one byte 0x06 whose last bit is unused.
+    extension(OID.keyUsage, true, der.tlv(der.TAG.BIT_STRING, Buffer.from([1, 0x06]))),
+    extension(OID.subjectKeyIdentifier, false, der.octetString(keyIdOf(spkiDer))), // SHA-1 of the key bits
+  );
+  const tbs = der.sequence(
+    VERSION_V3,
+    der.unsignedInteger(caSerial()),
+    ALG_ECDSA_SHA256,
+    name, // issuer = subject: self-signed
+    der.sequence(der.time(opts.nowMs - DAY_MS), der.time(plusYears(opts.nowMs, 10))),
+    name,
+    spkiDer,
+    der.tlv(der.contextTag(3, true), extensions),
+  );
+  const certDer = der.sequence(tbs, ALG_ECDSA_SHA256, der.bitString(sign("sha256", tbs, privateKey)));
+  return { certPem: toPem(certDer), keyPem: privateKey.export({ type: "pkcs8", format: "pem" }) as string };
+}
+
+function plusYears(ms: number, years: number): number {
   const d = new Date(ms);
   d.setUTCFullYear(d.getUTCFullYear() + years);
-  return d;
+  return d.getTime();
 }
 
 /** The shared leaf key: P-256, PKCS#8 PEM. */
 export function createLeafKey(): string {
   return generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }) as string;
-}
-
-function pemOf(label: string, der: Buffer): string {
-  const lines = der.toString("base64").match(/.{1,64}/g) ?? [];
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
 }

@@ -15,9 +15,10 @@ const LEAF_DAYS = 397;
 /** X.520 ub-common-name. */
 const MAX_CN = 64;
 
-const OID = {
+export const OID = {
   ecdsaWithSha256: "1.2.840.10045.4.3.2",
   commonName: "2.5.4.3",
+  organizationName: "2.5.4.10",
   subjectKeyIdentifier: "2.5.29.14",
   keyUsage: "2.5.29.15",
   subjectAltName: "2.5.29.17",
@@ -63,10 +64,10 @@ export type LeafName =
   | { kind: "dns"; name: string }
   | { kind: "ip"; name: string; bytes: Buffer };
 
-const ALG_ECDSA_SHA256 = der.sequence(der.oid(OID.ecdsaWithSha256));
-const VERSION_V3 = der.tlv(der.contextTag(0, true), der.unsignedInteger(Buffer.from([2])));
+export const ALG_ECDSA_SHA256 = der.sequence(der.oid(OID.ecdsaWithSha256));
+export const VERSION_V3 = der.tlv(der.contextTag(0, true), der.unsignedInteger(Buffer.from([2])));
 
-function extension(oid: string, critical: boolean, value: Buffer): Buffer {
+export function extension(oid: string, critical: boolean, value: Buffer): Buffer {
   return der.sequence(der.oid(oid), ...(critical ? [der.booleanTrue()] : []), der.octetString(value));
 }
 
@@ -80,7 +81,7 @@ const FIXED_EXTENSIONS = Buffer.concat([
 ]);
 
 /** SHA-1 over the subjectPublicKey BIT STRING contents, unused-bits octet excluded. */
-function keyIdOf(spkiDer: Buffer): Buffer {
+export function keyIdOf(spkiDer: Buffer): Buffer {
   const [, bits] = der.children(der.readTlv(spkiDer));
   if (!bits || bits.tag !== der.TAG.BIT_STRING) throw new Error("SubjectPublicKeyInfo without a key");
   return createHash("sha1").update(der.content(bits).subarray(1)).digest();
@@ -177,7 +178,7 @@ export function leafName(name: string): LeafName {
 
 export const sanKey = (n: LeafName): string => `${n.kind}:${n.name}`;
 
-function toPem(certDer: Buffer): string {
+export function toPem(certDer: Buffer): string {
   const b64 = certDer.toString("base64");
   let body = "";
   for (let i = 0; i < b64.length; i += 64) body += b64.slice(i, i + 64) + "\n";
