@@ -90,10 +90,16 @@ export async function prepareLanded(l: LandedRecord, filename: string): Promise<
   return { rec, digest, post };
 }
 
+/** Printable ASCII, no space at either end: what the serialiser wrote is what a reader gets. */
+const READS_AS_IS = /^(?:[\x21-\x7e][\x20-\x7e]*)?[\x21-\x7e]$/;
+
+/** A field value as the reader sees it: the serialised UTF-8 decoded again, trimmed. */
+const asRead = (v: string): string => (READS_AS_IS.test(v) ? v : Buffer.from(v, "utf8").toString("utf8").trim());
+
 async function landedRecord(d: RecordDraft, offset: number, length: number, file: string): Promise<WarcRecord> {
   // Values as the reader sees them: the serialised UTF-8 decoded again, trimmed. (The two fields
   // the serializer adds, WARC-Warcinfo-ID and Content-Length, play no part in an index line.)
-  const headers = d.fields.map(([n, v]) => [n, Buffer.from(v, "utf8").toString("utf8").trim()] as const);
+  const headers = d.fields.map(([n, v]) => [n, asRead(v)] as const);
   const lower = headers.map(([n]) => n.toLowerCase());
   const get = (name: string): string | null => {
     const i = lower.indexOf(name.toLowerCase());

@@ -4,7 +4,18 @@
  */
 export type WarcVersion = "1.0" | "1.1";
 
+// The records of one capture share its instant: the last date made is kept (BigInt arithmetic
+// and toISOString cost a few µs a record).
+let last: { micros: bigint; version: WarcVersion; text: string } = { micros: -1n, version: "1.1", text: "" };
+
 export function formatWarcDate(micros: bigint, version: WarcVersion = "1.1"): string {
+  if (micros === last.micros && version === last.version) return last.text;
+  const text = formatDate(micros, version);
+  last = { micros, version, text };
+  return text;
+}
+
+function formatDate(micros: bigint, version: WarcVersion): string {
   const ms = Number(micros / 1000n);
   const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
   const seconds = iso.slice(0, 19);

@@ -17,14 +17,18 @@ import zlib from "node:zlib";
 // zlib.*Sync output chunk size: stored blocks (level 0) are sized by the output space, so the
 // same size gives the same bytes.
 const OUT_BYTES = zlib.constants.Z_DEFAULT_CHUNK;
-const { Z_NO_FLUSH, Z_FINISH } = zlib.constants;
+const { Z_FINISH } = zlib.constants;
 
 interface RawHandle {
   writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
   reset(): void;
 }
 
-type RawDeflate = (parts: readonly Uint8Array[], total: number) => Buffer;
+/**
+ * Raw deflate of `input` (whole: fed in one call, as `zlib.*Sync` feeds it, so the bytes are the
+ * same at every level) into a new buffer with `headRoom` bytes before it and `tailRoom` after.
+ */
+type RawDeflate = (input: Uint8Array, headRoom: number, tailRoom: number) => Buffer;
 
 function reusedDeflate(level: number): RawDeflate | null {
   const engine = zlib.createDeflateRaw({ level }) as unknown as { _handle?: RawHandle; _writeState?: Uint32Array };
@@ -32,48 +36,67 @@ function reusedDeflate(level: number): RawDeflate | null {
   const state = engine._writeState;
   if (!handle || typeof handle.writeSync !== "function" || typeof handle.reset !== "function" || !(state instanceof Uint32Array)) return null;
   const out = Buffer.allocUnsafe(OUT_BYTES);
-  return (parts) => {
+  return (input, headRoom, tailRoom) => {
+    // Most members fit in one output chunk: copied once, into the member itself.
     const produced: Buffer[] = [];
     let producedBytes = 0;
-    const feed = (input: Uint8Array, flush: number) => {
-      let inOff = 0;
-      let inLen = input.byteLength;
+    let inOff = 0;
+    let inLen = input.byteLength;
+    try {
       for (;;) {
-        handle.writeSync(flush, input, inOff, inLen, out, 0, OUT_BYTES);
+        handle.writeSync(Z_FINISH, input, inOff, inLen, out, 0, OUT_BYTES);
         const availOut = state[0]!;
         const availIn = state[1]!;
         const have = OUT_BYTES - availOut;
-        if (have > 0) {
-          produced.push(Buffer.from(out.subarray(0, have)));
-          producedBytes += have;
-        }
         inOff += inLen - availIn;
         inLen = availIn;
-        // Output space left over means zlib took all the input it could use for this flush mode.
-        if (availOut !== 0) return;
+        // Output space left over means zlib finished the stream.
+        if (availOut !== 0) {
+          const member = Buffer.allocUnsafe(headRoom + producedBytes + have + tailRoom);
+          let at = headRoom;
+          for (const c of produced) at += c.copy(member, at);
+          out.copy(member, at, 0, have);
+          return member;
+        }
+        produced.push(Buffer.from(out));
+        producedBytes += have;
       }
-    };
-    try {
-      const last = parts.length - 1;
-      if (last < 0) feed(EMPTY, Z_FINISH);
-      else for (let i = 0; i <= last; i++) feed(parts[i]!, i === last ? Z_FINISH : Z_NO_FLUSH);
     } finally {
       handle.reset();
     }
-    return produced.length === 1 ? produced[0]! : Buffer.concat(produced, producedBytes);
   };
 }
 
-const EMPTY = new Uint8Array(0);
 const engines = new Map<number, RawDeflate>();
 
 function rawDeflate(level: number): RawDeflate {
   let d = engines.get(level);
   if (!d) {
-    d = reusedDeflate(level) ?? ((parts, total) => zlib.deflateRawSync(Buffer.concat(parts as Uint8Array[], total), { level }));
+    d = reusedDeflate(level) ?? ((input, headRoom, tailRoom) => {
+      const body = zlib.deflateRawSync(input, { level });
+      const member = Buffer.allocUnsafe(headRoom + body.length + tailRoom);
+      body.copy(member, headRoom);
+      return member;
+    });
     engines.set(level, d);
   }
   return d;
+}
+
+/** Up to this many bytes of parts are joined in one reused buffer before they are deflated. */
+const JOIN_BYTES = 64 * 1024;
+const joined = Buffer.allocUnsafe(JOIN_BYTES);
+
+/** `parts` as one buffer: the part itself when there is one, else a copy (in `joined` when it fits; used at once). */
+function oneInput(parts: readonly Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  if (total > JOIN_BYTES) return Buffer.concat(parts as Uint8Array[], total);
+  let at = 0;
+  for (const p of parts) {
+    joined.set(p, at);
+    at += p.byteLength;
+  }
+  return joined.subarray(0, total);
 }
 
 /** XFL as zlib's deflate sets it in a gzip header (deflate.c): 2 = slowest, 4 = fastest. */
@@ -88,16 +111,9 @@ function xfl(level: number): number {
  */
 export function gzipMemberSync(parts: readonly Uint8Array[], level: number): Buffer {
   let total = 0;
-  let crc = 0;
-  for (const p of parts) {
-    total += p.byteLength;
-    crc = zlib.crc32(p, crc);
-  }
-  // Stored blocks (level 0) are split where the input was fed: one buffer keeps them as
-  // gzipSync splits them.
-  const input = level === 0 && parts.length > 1 ? [Buffer.concat(parts as Uint8Array[], total)] : parts;
-  const body = rawDeflate(level)(input, total);
-  const member = Buffer.allocUnsafe(10 + body.length + 8);
+  for (const p of parts) total += p.byteLength;
+  const input = oneInput(parts, total);
+  const member = rawDeflate(level)(input, 10, 8);
   member[0] = 0x1f;
   member[1] = 0x8b;
   member[2] = 8; // CM deflate
@@ -105,8 +121,7 @@ export function gzipMemberSync(parts: readonly Uint8Array[], level: number): Buf
   member.writeUInt32LE(0, 4); // MTIME
   member[8] = xfl(level);
   member[9] = 3; // OS: Unix, as zlib writes it
-  body.copy(member, 10);
-  member.writeUInt32LE(crc >>> 0, 10 + body.length);
-  member.writeUInt32LE(total >>> 0, 14 + body.length);
+  member.writeUInt32LE(zlib.crc32(input) >>> 0, member.length - 8);
+  member.writeUInt32LE(total >>> 0, member.length - 4);
   return member;
 }

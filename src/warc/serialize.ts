@@ -16,6 +16,7 @@ const BEFORE_WARCINFO_ID = new Set(["warc-type", "warc-record-id", "warc-date", 
 /** Fields the serializer owns; a draft carrying them is a builder bug. */
 const OWNED = new Set(["warc-warcinfo-id", "content-length"]);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const CR_OR_LF = /[\r\n]/;
 
 export interface SerializeOptions {
   version: WarcVersion;
@@ -36,24 +37,31 @@ export function blockSize(block: BlockPart[]): number {
 /** The fields in file order, WARC-Warcinfo-ID inserted, Content-Length appended. */
 export function headerFields(draft: RecordDraft, opts: SerializeOptions): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
+  // Each name lower-cased once: where the type and id are, and where WARC-Warcinfo-ID goes.
+  let typeAt = -1;
+  let idAt = -1;
+  let infoAt = 0;
   for (const [name, value] of draft.fields) {
     if (!TOKEN.test(name)) throw invalid(draft, `field name ${JSON.stringify(name)} is not a token`);
     // A CR or LF in a value would end the field early and let content forge headers.
-    if (/[\r\n]/.test(value)) throw invalid(draft, `field ${name} has a CR or LF in its value`);
-    if (OWNED.has(name.toLowerCase())) throw invalid(draft, `field ${name} is added by the writer`);
+    if (CR_OR_LF.test(value)) throw invalid(draft, `field ${name} has a CR or LF in its value`);
+    const lower = name.toLowerCase();
+    if (OWNED.has(lower)) throw invalid(draft, `field ${name} is added by the writer`);
+    if (lower === "warc-type" && typeAt < 0) typeAt = fields.length;
+    if (lower === "warc-record-id" && idAt < 0) idAt = fields.length;
     fields.push([name, value]);
+    if (BEFORE_WARCINFO_ID.has(lower)) infoAt = fields.length;
   }
   // Builders normally list WARC-Type and WARC-Record-ID; supply them when they do not, and
   // refuse a draft whose fields contradict its own type or id.
-  ensure(fields, draft, "WARC-Type", draft.type, 0);
-  ensure(fields, draft, "WARC-Record-ID", draft.id, 1);
+  if (ensure(fields, draft, "WARC-Type", draft.type, typeAt, 0)) {
+    infoAt++;
+    if (idAt >= 0) idAt++;
+  }
+  if (ensure(fields, draft, "WARC-Record-ID", draft.id, idAt, 1)) infoAt++;
   if (draft.type !== "warcinfo") {
     if (!opts.warcinfoId) throw invalid(draft, "no WARC-Warcinfo-ID for a non-warcinfo record");
-    let at = 0;
-    fields.forEach(([n], i) => {
-      if (BEFORE_WARCINFO_ID.has(n.toLowerCase())) at = i + 1;
-    });
-    fields.splice(at, 0, ["WARC-Warcinfo-ID", opts.warcinfoId]);
+    fields.splice(infoAt, 0, ["WARC-Warcinfo-ID", opts.warcinfoId]);
   }
   fields.push(["Content-Length", String(blockSize(draft.block))]);
   return fields;
@@ -66,10 +74,15 @@ export function serializeHeader(draft: RecordDraft, opts: SerializeOptions): Buf
   return Buffer.from(s + CRLF, "utf8");
 }
 
-function ensure(fields: Array<[string, string]>, draft: RecordDraft, name: string, value: string, pos: number): void {
-  const found = fields.find(([n]) => n.toLowerCase() === name.toLowerCase());
-  if (!found) fields.splice(Math.min(pos, fields.length), 0, [name, value]);
-  else if (found[1] !== value) throw invalid(draft, `${name} ${found[1]} contradicts the draft's ${value}`);
+/** The field `name` (found at `at`, or -1) holds `value`, else it is inserted at `pos`: true if inserted. */
+function ensure(fields: Array<[string, string]>, draft: RecordDraft, name: string, value: string, at: number, pos: number): boolean {
+  if (at < 0) {
+    fields.splice(Math.min(pos, fields.length), 0, [name, value]);
+    return true;
+  }
+  const found = fields[at]![1];
+  if (found !== value) throw invalid(draft, `${name} ${found} contradicts the draft's ${value}`);
+  return false;
 }
 
 function invalid(draft: RecordDraft, why: string): ProxyError {
