@@ -101,16 +101,10 @@ export function createConnector(o: ConnectorOptions): Connector {
     if (spare) return spare;
     const early = refusedSocket(host, Number(opts.port));
     if (early) return early as tls.TLSSocket;
-    // The chain Node builds for its host-name check is kept for the TLS record: building it again
-    // (getPeerCertificate(true)) cost ~0.4–0.6 ms of CPU per new upstream connection (#25).
-    let checked: tls.PeerCertificate | undefined;
-    const checkIdentity = opts.checkServerIdentity ?? tls.checkServerIdentity;
+    const identity = identityCheckKeepingCert(opts.checkServerIdentity);
     const socket = tls.connect({
       ...opts,
-      checkServerIdentity: (name, cert) => {
-        checked = cert;
-        return checkIdentity(name, cert);
-      },
+      checkServerIdentity: identity.check,
       lookup: guard.lookupFor(Number(opts.port)),
       // SNI is a DNS name; IP literals get none (RFC 6066 §3).
       servername: net.isIP(host) ? "" : host,
@@ -127,7 +121,7 @@ export function createConnector(o: ConnectorOptions): Connector {
     });
     socket.once("secureConnect", () => {
       tap.ip = socket.remoteAddress;
-      tap.tls = tlsInfoOf(socket, net.isIP(host) ? undefined : host, checked);
+      tap.tls = tlsInfoOf(socket, net.isIP(host) ? undefined : host, identity.cert);
     });
     armConnectTimeout(socket, "secureConnect", o.connectTimeoutMs, opts);
     return socket;
@@ -169,6 +163,21 @@ export function createConnector(o: ConnectorOptions): Connector {
   };
   if (o.http2) connector.h2 = new H2Pool(connector);
   return connector;
+}
+
+/**
+ * Node's host-name check, keeping the peer chain Node builds for it for the TLS record: building
+ * it again (getPeerCertificate(true)) cost ~0.4–0.6 ms of CPU per new upstream connection (#25).
+ */
+function identityCheckKeepingCert(check = tls.checkServerIdentity) {
+  const kept: { cert: tls.PeerCertificate | undefined; check: typeof tls.checkServerIdentity } = {
+    cert: undefined,
+    check: (name, cert) => {
+      kept.cert = cert;
+      return check(name, cert);
+    },
+  };
+  return kept;
 }
 
 function armConnectTimeout(socket: net.Socket, readyEvent: string, ms: number, opts: { host?: string | null; port?: number | string | null }) {
