@@ -22,6 +22,7 @@ import { constants, gunzipSync } from "node:zlib";
 import { fileLines, mergeSorted } from "../index/sortMerge.js";
 import { recordFromPrefix, recordsInBuffer } from "../warc/bufferRecords.js";
 import type { WarcRecord } from "../warc/reader.js";
+import { holdsHttpHead } from "../warc/warcRecord.js";
 import { CDX_GZ_NAME, writeCompressedIndex } from "./compressedIndex.js";
 import type { IndexPassRequest, IndexPassResult, OnIndexProgress } from "./indexPass.js";
 import { ownIndexPath, pageLookRule, readIndexedRecords, type IndexedRecords } from "./ownIndex.js";
@@ -142,7 +143,7 @@ function recordAt(f: OpenWarc, offset: number, length: number, look: boolean, ch
     const whole = n >= length;
     const rec = recordFromPrefix({ file: f.path, gzip: f.gzip, offset, length }, prefixAt(f, offset, Math.min(n, length), whole));
     // Read further while the header, or the HTTP head a page rule reads, runs past the prefix.
-    if (rec && (whole || rec.blockKept || rec.contentLength === 0 || rec.httpHead() !== null || !isHttp(rec))) return rec;
+    if (rec && (whole || rec.blockKept || rec.contentLength === 0 || rec.httpHead() !== null || !holdsHttpHead(rec.warcType, rec.get("content-type")))) return rec;
     if (whole || n >= HEAD_READ_MAX) throw new Misfit(`no WARC record at ${offset}`);
   }
 }
@@ -156,9 +157,4 @@ function prefixAt(f: OpenWarc, offset: number, n: number, whole: boolean): Buffe
   } catch {
     throw new Misfit(`no gzip member at ${offset}`);
   }
-}
-
-/** A record whose block holds an HTTP head (warcRecord.ts, httpHead()). */
-function isHttp(rec: WarcRecord): boolean {
-  return /^application\/http/i.test(rec.get("content-type") ?? "") || ["response", "request", "revisit"].includes(rec.warcType);
 }

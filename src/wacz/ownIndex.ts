@@ -7,7 +7,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import type { PageSource } from "./pages.js";
+import { declaredPage, type PageSource } from "./pages.js";
 
 /** An index is used only if it is at least as new as its WARC (a WARC changed since would not match). */
 export async function ownIndexPath(warc: string): Promise<string | null> {
@@ -24,9 +24,6 @@ export interface IndexedRecords {
   look: boolean[];
 }
 
-/** Pages are declared by records with these URIs (pages.ts, DECLARING). */
-const DECLARING = /^(?:urn:view:|screenshot:|urn:pageinfo:)/;
-
 /**
  * Which indexed records the page rules (pages.ts) read: text/html and revisit records (their
  * HTTP status and type), page declarations, and for given pages every capture of their URLs
@@ -34,7 +31,7 @@ const DECLARING = /^(?:urn:view:|screenshot:|urn:pageinfo:)/;
  */
 export function pageLookRule(pages: PageSource): (e: { url: string; mime?: string }) => boolean {
   const given = pages.kind === "given" ? new Set(pages.pages.map((p) => p.url)) : null;
-  return (e) => (given ? given.has(e.url) : e.mime === "text/html" || e.mime === "warc/revisit" || DECLARING.test(e.url));
+  return (e) => (given ? given.has(e.url) : e.mime === "text/html" || e.mime === "warc/revisit" || declaredPage(e.url) !== null);
 }
 
 /** Null when a line is not lathe's CDXJ for `filename` (the index is then not used). */

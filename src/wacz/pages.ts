@@ -88,9 +88,9 @@ export class PageCollector {
   }
 
   #declaring(rec: WarcRecord): void {
-    const m = DECLARING.exec(rec.targetUri ?? "");
-    if (!m) return;
-    const page: Page = { url: m[1]!, ts: rec.date! };
+    const url = declaredPage(rec.targetUri);
+    if (url === null) return;
+    const page: Page = { url, ts: rec.date! };
     const title = titleFromMetadata(rec.get("warc-json-metadata"));
     if (title) page.title = title;
     const key = `${page.url} ${page.ts}`;
@@ -132,6 +132,11 @@ export class PageCollector {
     }
     return { pages: sortPages(dedupe(all)), rule: "html" };
   }
+}
+
+/** The page a record declares by its URI (`urn:view:<page>` …), or null. */
+export function declaredPage(uri: string | null): string | null {
+  return DECLARING.exec(uri ?? "")?.[1] ?? null;
 }
 
 /** `extra.title` (or `page.title`) of a WARC-JSON-Metadata value, if it holds one. */

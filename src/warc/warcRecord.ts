@@ -72,6 +72,11 @@ export interface RecordInit {
   reread: { cstart: number; skip: number };
 }
 
+/** A block that holds an HTTP head (what `httpHead()` parses): `application/http`, or a response, request or revisit. */
+export function holdsHttpHead(warcType: string, contentType: string | null): boolean {
+  return (contentType !== null && /^application\/http/i.test(contentType)) || warcType === "response" || warcType === "request" || warcType === "revisit";
+}
+
 /** The record the parser found, as the reader yields it; its HTTP head is parsed on first use. */
 export function warcRecord(r: RecordInit): WarcRecord {
   const { get, getAll } = fieldGetter(r.fields.lower, r.fields.values);
@@ -98,9 +103,7 @@ export function warcRecord(r: RecordInit): WarcRecord {
     getAll,
     httpHead(): HttpHead | null {
       if (http === undefined) {
-        const ct = get("content-type");
-        const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
-        http = httpish && r.contentLength > 0 ? parseHttpHead(r.block) : null;
+        http = holdsHttpHead(warcType, get("content-type")) && r.contentLength > 0 ? parseHttpHead(r.block) : null;
       }
       return http;
     },
