@@ -95,13 +95,14 @@ export class Deduplicator {
       if (!hit) {
         // Another instance of the fleet may be writing the same payload right now.
         claim = await this.#store.claim(key, p.inflightWaitMs);
-        if (claim.kind === "settled") hit = await this.#lookup(uri, key, p);
+        if (claim.kind === "settled" || (claim.kind === "mine" && claim.lookAgain)) hit = await this.#lookup(uri, key, p);
       }
     } catch (e) {
       // The store cannot say: a full response, never a revisit that cannot be verified.
       this.#log.warn("dedup-lookup-failed", { uri, error: (e as Error).message });
     }
     if (hit) {
+      if (claim?.kind === "mine") claim.release();
       done();
       return this.#revisitOf(hit, res);
     }

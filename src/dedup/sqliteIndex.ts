@@ -10,7 +10,7 @@
  */
 import type { Claim, DedupEntry, DedupIndex, DedupStore, DigestKey } from "./types.js";
 
-const MINE: Claim = { kind: "mine", release: () => undefined };
+const MINE: Claim = { kind: "mine", release: () => undefined, lookAgain: false };
 
 interface WaitingAdd {
   entries: DedupEntry[];

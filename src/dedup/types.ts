@@ -58,8 +58,12 @@ export interface DedupStore {
  * so an identical payload captured at the same moment by another instance waits for it.
  */
 export type Claim =
-  /** This capture writes the original; call release() once its entry is added (or it failed). */
-  | { kind: "mine"; release(): void }
+  /**
+   * This capture writes the original; call release() once its entry is added (or it failed).
+   * `lookAgain`: the store is shared, so another instance may have added the original and let go
+   * of its claim between the caller's lookup and this claim; look once more before writing.
+   */
+  | { kind: "mine"; release(): void; lookAgain: boolean }
   /** Another capture held the claim and let go (written or failed): look the digest up again. */
   | { kind: "settled" }
   /** Not decided in time (or the store is away): write a full response. */

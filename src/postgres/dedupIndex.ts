@@ -168,7 +168,7 @@ export class PostgresDedupIndex implements DedupIndex {
           [...key, this.#db.instanceId],
         ),
       );
-      if (won.rowCount) return { kind: "mine", release: () => this.#release(key) };
+      if (won.rowCount) return { kind: "mine", release: () => this.#release(key), lookAgain: true };
       // Another instance is writing this payload: wait (bounded) for its claim to end.
       for (let pause = 10; Date.now() < deadline; pause = Math.min(pause * 2, 100)) {
         await sleep(Math.min(pause, Math.max(deadline - Date.now(), 0)));

@@ -10,7 +10,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProxyError } from "../../src/core/errors.js";
 import { createLogger, silentLogger } from "../../src/core/log.js";
-import type { DedupEntry, DigestKey } from "../../src/dedup/types.js";
+import { Deduplicator } from "../../src/archive/dedup.js";
+import type { CapturedMessage } from "../../src/capture/messageCapture.js";
+import { DEFAULTS } from "../../src/config/schema.js";
+import type { Claim, DedupEntry, DigestKey } from "../../src/dedup/types.js";
+import { formatDigest } from "../../src/warc/digest.js";
 import { openSharedDatabase, type SharedDatabase } from "../../src/postgres/database.js";
 import { PostgresDedupIndex } from "../../src/postgres/dedupIndex.js";
 import { Outbox } from "../../src/postgres/outbox.js";
@@ -123,6 +127,36 @@ describe("claims", () => {
     // An expired claim is taken over.
     await pg.query("UPDATE dedup_claims SET expires_at = now() - interval '1 second'", [], url.split("/").pop());
     expect((await b.index.claim(digest("c2"), 100)).kind).toBe("mine");
+    await closeAll(a, b);
+  });
+});
+
+describe("claims in the dedup decision", () => {
+  /** The response head and digest a decision looks at (a 200 of 20,000 bytes). */
+  const response = (payload: string) =>
+    ({ status: 200, bodyLength: 20_000, truncated: null, payloadDigest: formatDigest("sha1", digest(payload).bytes), headFields: [] }) as unknown as CapturedMessage;
+
+  it("an original added and let go by another instance between this one's lookup and its claim: a revisit, not a second original", async () => {
+    const url = await pg.createDatabase();
+    const a = await open(url, "a");
+    const b = await open(url, "b");
+    // The real store of B, except that A finishes its original just before B's claim reaches the
+    // server: the window that made two originals of one payload in a CI run.
+    const realClaim = b.index.claim.bind(b.index);
+    b.index.claim = async (key: DigestKey, waitMs: number): Promise<Claim> => {
+      const claimA = await a.index.claim(key, 1000);
+      expect(claimA.kind).toBe("mine");
+      await a.index.add([entry("race", { url: "http://example.com/from-a" })]);
+      if (claimA.kind === "mine") claimA.release();
+      await new Promise((r) => setTimeout(r, 50)); // the release is sent without waiting
+      return realClaim(key, waitMs);
+    };
+    const decision = await new Deduplicator(b.index, silentLogger).decide("http://example.com/from-b", {} as CapturedMessage, response("race"), DEFAULTS.dedup);
+    expect(decision.revisit?.refersToTargetUri).toBe("http://example.com/from-a");
+    // B lets go of the claim it took (sent without waiting): nobody else is held up by it.
+    const claims = async () => (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM dedup_claims", [], url.split("/").pop()))[0]!.n;
+    for (const t0 = Date.now(); (await claims()) > 0 && Date.now() - t0 < 2000; ) await new Promise((r) => setTimeout(r, 20));
+    expect(await claims()).toBe(0);
     await closeAll(a, b);
   });
 });
