@@ -1,6 +1,7 @@
 import type { Hash } from "node:crypto";
 import { Dechunker, DechunkStream } from "./dechunk.js";
 import { type ParsedHead, fieldValues, findHeadEnd, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
+import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread.js";
 import { Spool, type SpoolOptions } from "./spool.js";
 import { type DigestAlgorithm, formatDigest, newHash } from "../warc/digest.js";
 import type { StreamSource } from "../warc/types.js";
@@ -59,6 +60,8 @@ type BodyMode = "none" | "length" | "chunked" | "close";
 
 /** One settled promise for the many "nothing to wait for" answers (fewer promises per exchange, #25). */
 const RESOLVED: Promise<void> = Promise.resolve();
+/** How far the spool's file must have grown before the digest worker is told again. */
+const DIGEST_PROGRESS_BYTES = 4 * 1024 * 1024;
 
 /**
  * Records one HTTP message from the exact bytes of the upstream socket (the tap), without being
@@ -83,6 +86,9 @@ export class MessageCapture {
   #entityBlockHash: Hash | null = null;
   #entityLength = 0;
   #rawLength = 0;
+  /** The body's digests, taken on the digest worker once the spool is on disk (digestThread.ts). */
+  #offThread: DigestJob | null = null;
+  #offThreadTold = 0;
   #cutAtLimit = false;
   #complete = false;
   #firstByte: bigint | null = null;
@@ -232,16 +238,46 @@ export class MessageCapture {
           this.#complete = true;
         }
         this.#rawBodyHash!.update(data);
+        this.#rawBlockHash!.update(data);
       } else {
-        this.#entityHash!.update(data);
+        if (!this.#offThread) {
+          this.#entityHash!.update(data);
+          this.#rawBlockHash!.update(data);
+        }
         this.#entityLength += data.length;
       }
       this.#rawLength += data.length;
-      this.#rawBlockHash!.update(data);
       this.#spool!.write(data);
+      if (!this.#dechunker) this.#hashOffThread();
     }
     if (this.#mode === "length" && this.#remaining === 0) this.#complete = true;
     if (this.#cutAtLimit) this.#complete = true;
+  }
+
+  /**
+   * A body past the spool's memory (not chunked: the worker hashes the bytes as they are) is
+   * hashed by the digest worker from the spool's file, from its first byte on; what this thread
+   * hashed so far is dropped. Then the worker is told as the file grows.
+   */
+  #hashOffThread(): void {
+    const spool = this.#spool!;
+    if (!this.#offThread) {
+      if (!spool.onDisk || spool.cut) return;
+      this.#offThread = startDigestJob(spool.filePath!, this.#o.digest, this.#head!.bytes);
+      return;
+    }
+    const onDisk = spool.bytesOnDisk;
+    if (onDisk - this.#offThreadTold < DIGEST_PROGRESS_BYTES) return;
+    this.#offThreadTold = onDisk;
+    this.#offThread.progress(onDisk);
+  }
+
+  /** The digests of a body hashed off this thread, or read back from the spool when the worker could not. */
+  async #offThreadDigests(head: Buffer, body: StreamSource): Promise<BodyDigests> {
+    const d = await this.#offThread!.finish(this.#rawLength);
+    if (d) return d;
+    const again = await digestsOf(this.#o.digest, head, body);
+    return { block: again.block.digest(), payload: again.payload.digest() };
   }
 
   /**
@@ -300,20 +336,25 @@ export class MessageCapture {
     }
     // Payload: the entity (chunked coding removed), or the body bytes as received on a framing error.
     let payload: string | null = null;
-    if (this.#entityHash) {
-      payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
-    }
-    let blockHash: Hash;
+    let blockHash: Hash | null = null;
+    let blockDigest: Buffer | null = null;
     if (spoolFailure) {
       // The running hashes saw bytes the spool dropped: hash what it kept.
+      this.#offThread?.cancel();
       const digests = await digestsOf(alg, storedHead, body);
       blockHash = digests.block;
       payload = formatDigest(alg, digests.payload.digest());
-    } else if (!dechunk && !addedLength) {
-      blockHash = this.#rawBlockHash!;
-    } else if (dechunk && trailers.length === 0) {
-      blockHash = this.#entityBlockHash!;
+    } else if (this.#offThread) {
+      // Not chunked: the worker hashed the head and the body as received.
+      const d = await this.#offThreadDigests(head.bytes, spool!);
+      payload = formatDigest(alg, d.payload);
+      if (!addedLength) blockDigest = d.block;
     } else {
+      if (this.#entityHash) payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
+      if (!dechunk && !addedLength) blockHash = this.#rawBlockHash!;
+      else if (dechunk && trailers.length === 0) blockHash = this.#entityBlockHash!;
+    }
+    if (!blockHash && !blockDigest) {
       // Trailers or a Content-Length went into the stored head after the body was hashed: hash the block again.
       blockHash = newHash(alg).update(storedHead);
       if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
@@ -329,7 +370,7 @@ export class MessageCapture {
       bodyLength,
       wireBodyLength: this.#rawLength,
       payloadDigest: payload,
-      blockDigest: formatDigest(alg, blockHash.digest()),
+      blockDigest: formatDigest(alg, blockDigest ?? blockHash!.digest()),
       truncated,
       chunked: this.#dechunker !== null,
       framingError,
@@ -345,6 +386,7 @@ export class MessageCapture {
   }
 
   async discard(): Promise<void> {
+    this.#offThread?.cancel();
     await this.#spool?.finish().catch(() => undefined);
     await this.#spool?.dispose();
   }

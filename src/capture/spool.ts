@@ -55,6 +55,16 @@ export class Spool implements StreamSource {
     return this.#path !== null;
   }
 
+  /** The temp file, once the spool moved to one. */
+  get filePath(): string | null {
+    return this.#path;
+  }
+
+  /** Bytes the temp file holds so far (a prefix of what was written to the spool). */
+  get bytesOnDisk(): number {
+    return this.#file?.bytesWritten ?? 0;
+  }
+
   write(chunk: Uint8Array): boolean {
     if (this.#finished) throw new ProxyError("ERR_SPOOL", "spool written after finish()");
     if (chunk.length === 0 || this.#cut) return true;

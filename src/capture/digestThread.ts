@@ -1,0 +1,100 @@
+/**
+ * Digests of large spooled bodies, taken on a worker thread (digestWorker.ts) instead of the
+ * proxy's. A capture hashes its body inline until the spool moves to its temp file (bodies over
+ * `capture.spoolMemoryBytes`); from then on it tells the worker how far the file is written, and
+ * the worker hashes the file from its first byte, overlapping the transfer. At the end the
+ * capture waits for the two digests (block: head and body; payload: body).
+ *
+ * When the worker cannot be had (no build, it failed, it died), `start` returns null or `finish`
+ * resolves null, and the capture hashes the file itself: slower, never wrong.
+ * The worker is one per process, started on first use and unref'd (it never keeps lathe alive).
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { DigestAlgorithm } from "../warc/digest.js";
+import type { DigestJobAnswer, DigestJobMessage } from "./digestWorker.js";
+
+const WORKER = new URL("../../dist/capture/digestWorker.js", import.meta.url);
+
+export interface BodyDigests {
+  block: Buffer;
+  payload: Buffer;
+}
+
+export interface DigestJob {
+  /** The spool's file now holds at least `bytes` body bytes. */
+  progress(bytes: number): void;
+  /** The body is `bytes` long and all in the file: its digests, or null (hash it yourself). */
+  finish(bytes: number): Promise<BodyDigests | null>;
+  /** The capture is abandoned. */
+  cancel(): void;
+}
+
+let worker: Worker | null = null;
+let unavailable = false;
+let nextId = 1;
+let answered = 0;
+const waiting = new Map<number, (d: BodyDigests | null) => void>();
+
+function theWorker(): Worker | null {
+  if (worker || unavailable) return worker;
+  if (!existsSync(fileURLToPath(WORKER))) {
+    unavailable = true;
+    return null;
+  }
+  const w = new Worker(WORKER, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  w.unref();
+  w.on("message", (a: DigestJobAnswer) => {
+    const resolve = waiting.get(a.id);
+    waiting.delete(a.id);
+    if (!("error" in a)) answered++;
+    resolve?.("error" in a ? null : { block: Buffer.from(a.block), payload: Buffer.from(a.payload) });
+  });
+  const gone = () => {
+    if (worker === w) worker = null; // the next job starts another
+    for (const resolve of waiting.values()) resolve(null);
+    waiting.clear();
+  };
+  w.on("error", gone);
+  w.on("exit", gone);
+  worker = w;
+  return w;
+}
+
+/** Start hashing the body spooled at `path`, after `head` for the block digest. */
+export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Array): DigestJob | null {
+  const w = theWorker();
+  if (!w) return null;
+  const id = nextId++;
+  const post = (m: DigestJobMessage) => w.postMessage(m);
+  post({ kind: "start", id, path, alg, head });
+  let over = false;
+  return {
+    progress: (bytes) => !over && post({ kind: "upTo", id, bytes }),
+    finish(bytes) {
+      if (over || worker !== w) return Promise.resolve(null);
+      over = true;
+      return new Promise((resolve) => {
+        waiting.set(id, resolve);
+        post({ kind: "end", id, bytes });
+      });
+    },
+    cancel() {
+      if (over) return;
+      over = true;
+      if (worker === w) post({ kind: "cancel", id });
+    },
+  };
+}
+
+/** Bodies whose digests the worker gave (tests, diagnostics). */
+export function digestsAnsweredOffThread(): number {
+  return answered;
+}
+
+/** Stop the worker (tests: a worker that dies mid-job). */
+export async function stopDigestWorker(): Promise<void> {
+  const w = worker;
+  if (w) await w.terminate();
+}
