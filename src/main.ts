@@ -11,6 +11,7 @@ import type { DedupIndex } from "./dedup/types.js";
 import type { SharedDatabase } from "./postgres/database.js";
 import type { CdxService } from "./index/service.js";
 import { createProxyServer } from "./proxy/server.js";
+import { startDigestWorker } from "./capture/digestThread.js";
 import type { LeafCache } from "./tls/leafCache.js";
 import type { CaStore } from "./tls/store.js";
 import type { WarcWriter } from "./warc/types.js";
@@ -71,6 +72,7 @@ export async function startLathe(given: Config, o: StartOptions = {}): Promise<L
   const ids = o.ids ?? randomIds;
   const { warcDir, dedupIndex, shared } = await openWarcDirectory(config, log);
   const { ca, leaves, leafSource } = await loadCertificates(config, log);
+  startDigestWorker();
 
   let port = config.proxy.port;
   const { collections, sessions, cdx } = await openCollectionsAndIndex(config, warcDir, log);
