@@ -43,11 +43,12 @@ function theWorker(): Worker | null {
     unavailable = true;
     return null;
   }
-  const w = new Worker(WORKER, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-  w.unref();
+  // No inherited node flags: the worker needs none, and some (--input-type, --require) break or burden it.
+  const w = new Worker(WORKER, { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: 4 } });
   w.on("message", (a: DigestJobAnswer) => {
     const resolve = waiting.get(a.id);
     waiting.delete(a.id);
+    if (waiting.size === 0) w.unref();
     if (!("error" in a)) answered++;
     resolve?.("error" in a ? null : { block: Buffer.from(a.block), payload: Buffer.from(a.payload) });
   });
@@ -58,6 +59,10 @@ function theWorker(): Worker | null {
   };
   w.on("error", gone);
   w.on("exit", gone);
+  // Unref'd after the listeners (adding a 'message' listener refs it again): an idle worker never
+  // keeps lathe alive, and one that owes an answer does (ref'd in finish()), so a process ending
+  // with a capture in flight does not exit before its digests arrive.
+  w.unref();
   worker = w;
   return w;
 }
@@ -85,6 +90,7 @@ export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Ar
       over = true;
       return new Promise((resolve) => {
         waiting.set(id, resolve);
+        w.ref();
         post({ kind: "end", id, bytes });
       });
     },

@@ -3,8 +3,9 @@
  * capture gives are the ones of the bytes received, whether the worker answers, dies mid-body, or
  * the body ends early; small and chunked bodies stay on this thread.
  */
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -102,5 +103,21 @@ describe("digests of large bodies off the proxy's thread", () => {
     expect((await s.finalize("dechunk", "clean"))!.payloadDigest).toBe(sha1(small));
     expect(digestsAnsweredOffThread()).toBe(before);
     await m.dispose();
+  });
+
+  it("an idle worker never keeps a process alive; one that owes digests does until they arrive", () => {
+    const dir = mkdtempSync(join(tmpdir(), "lathe-digest-"));
+    const file = join(dir, "body");
+    writeFileSync(file, Buffer.alloc(20 << 20, 7));
+    const script = `
+      const m = await import(${JSON.stringify(new URL("../../dist/capture/digestThread.js", import.meta.url).href)});
+      m.startDigestWorker();
+      if (process.argv[1] === "job") {
+        const job = m.startDigestJob(${JSON.stringify(file)}, "sha1", Buffer.from("head"));
+        job.finish(${20 << 20}).then((d) => console.log(d ? d.payload.toString("hex") : "null"));
+      }`;
+    const run = (arg: string) => execFileSync(process.execPath, ["--input-type=module", "-e", script, arg], { timeout: 20_000, encoding: "utf8" }).trim();
+    expect(run("idle")).toBe("");
+    expect(run("job")).toBe(createHash("sha1").update(Buffer.alloc(20 << 20, 7)).digest("hex"));
   });
 });
