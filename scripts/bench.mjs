@@ -20,6 +20,10 @@
 //   LATHE_BENCH_KEEP=1     keep the WARCs, certs and logs lathe wrote (default: deleted after the run)
 //   LATHE_BENCH_NODE_ARGS  node options for lathe only, split on spaces, e.g. "--cpu-prof
 //                          --cpu-prof-dir=/tmp/prof" (profiles are written when lathe exits)
+//   LATHE_BENCH_WARMUP=1   before each proxy's scored run, one unscored --quick pass of the small
+//                          rows through the same process, so V8 has compiled the hot paths (a long-
+//                          running proxy's steady state; a fresh lathe spends 12-25% of its first
+//                          6,000 requests compiling). Off by default: the bars are scored cold.
 //   LATHE_BENCH_PROXY_CMD  dry runs: a command started instead of lathe, split on spaces (no shell),
 //                          with {port} {dir} {certs} {config} substituted, e.g.
 //                          "node ../shared/bench/tinyproxy.mjs --port {port}"
@@ -42,6 +46,8 @@ const proxyCmd = process.env.LATHE_BENCH_PROXY_CMD?.trim() || null;
 const mitmdump = process.env.LATHE_BENCH_NO_MITM === "1" ? null : which("mitmdump");
 const only = process.env.LATHE_BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean) ?? null;
 const nodeArgs = process.env.LATHE_BENCH_NODE_ARGS?.trim().split(/\s+/) ?? [];
+const warmup = process.env.LATHE_BENCH_WARMUP === "1";
+const WARMUP_ARGS = ["--quick", "--scenarios", "http-small,https-small,mixed"];
 const PROXIES = ["tinyproxy", "tinymitm", "lathe", ...(mitmdump ? ["mitmproxy"] : [])].filter((p) => !only || only.includes(p));
 
 function which(cmd) {
@@ -58,9 +64,9 @@ function which(cmd) {
 const say = (s) => process.stdout.write(`${s}\n`);
 
 /** Runs proxybench with the given args plus the pass-through ones; resolves with its exit code. */
-function runBench(args) {
+function runBench(args, { quiet = false, passThrough = true } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [proxybench, ...args, ...extra], { stdio: "inherit" });
+    const child = spawn(process.execPath, [proxybench, ...args, ...(passThrough ? extra : [])], { stdio: quiet ? "ignore" : "inherit" });
     child.once("error", reject);
     child.once("exit", (code, sig) => resolve(code ?? (sig ? 128 : 1)));
   });
@@ -152,6 +158,10 @@ async function measure(label, round, ctx) {
     for (let i = 0; i < 100 && !existsSync(spec.ca); i++) await sleep(100);
     if (existsSync(spec.ca)) caArgs = ["--ca", spec.ca];
     else say(`bench: ${spec.ca} does not exist; HTTPS is verified against the bench CA (right only for a tunnelling proxy)`);
+  }
+  if (warmup) {
+    say(`bench: warm-up pass through ${label} (unscored: ${WARMUP_ARGS.join(" ")})`);
+    await runBench(["--proxy", `http://127.0.0.1:${port}`, ...caArgs, ...WARMUP_ARGS], { quiet: true, passThrough: false });
   }
   const out = path.join(ctx.outDir, `${label}-${round}.json`);
   await runBench(["--proxy", `http://127.0.0.1:${port}`, ...caArgs, "--pid", String(server.pid), "--label", label, "--json", out]);
