@@ -7,7 +7,9 @@
  *
  * When the worker cannot be had (no build, it failed, it died), `start` returns null or `finish`
  * resolves null, and the capture hashes the file itself: slower, never wrong.
- * The worker is one per process, started on first use and unref'd (it never keeps lathe alive).
+ * The worker is one per process: `lathe serve` starts it at start-up (startDigestWorker), anything
+ * else on first use. It is unref'd while idle, so it never keeps a process alive, and ref'd while
+ * it owes an answer, so a process does not exit before a capture's digests arrive.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
