@@ -33,6 +33,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, sleep, startServer } from "./lib/servers.mjs";
+import { launcherNodeFlags } from "./lib/launcher.mjs";
 import { barChecks, rowTable, rowsOf } from "./lib/benchBars.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -135,10 +136,11 @@ function proxySpec(label, { port, inst, benchCa }) {
     const [cmd, ...args] = proxyCmd.split(/\s+/).map(subst);
     return { cmd, args, ca: path.join(certs, "lathe-ca.pem"), log: path.join(inst, "lathe.log"), warcDir: dir };
   }
-  // A user's defaults: the control API (live page and feed) on a free port, crawl log and live
-  // index in the WARC directory, gzip and digest dedup from the config defaults.
+  // A user's defaults, started as its launcher starts it (bin/lathe.js's node flags): the control API
+  // (live page and feed) on a free port, crawl log and live index in the WARC directory, gzip and
+  // digest dedup from the config defaults.
   const lathe = path.join(repoRoot, "bin", "lathe.js");
-  const args = [...nodeArgs, lathe, "serve", "--port", String(port), "--control-port", "0", "--dir", dir, "--certs", certs, "--config", config];
+  const args = [...launcherNodeFlags(repoRoot), ...nodeArgs, lathe, "serve", "--port", String(port), "--control-port", "0", "--dir", dir, "--certs", certs, "--config", config];
   return { cmd: node, args, ca: path.join(certs, "lathe-ca.pem"), log: path.join(inst, "lathe.log"), warcDir: dir };
 }
 

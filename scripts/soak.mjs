@@ -26,6 +26,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ProxyAgent, request as undiciRequest } from "undici";
 import { WARCParser } from "warcio";
+import { launcherNodeFlags } from "./lib/launcher.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -89,7 +90,7 @@ async function freePort() {
 }
 
 function startLathe(dirs, port) {
-  const proc = spawn(process.execPath, [BIN, "serve", "--port", String(port), "--control-port=-1", "--dir", dirs.warcs, "--certs", dirs.certs, "--config", dirs.config], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...launcherNodeFlags(ROOT), BIN, "serve", "--port", String(port), "--control-port=-1", "--dir", dirs.warcs, "--certs", dirs.certs, "--config", dirs.config], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`lathe did not start: ${out}`)), 30_000);
