@@ -16,5 +16,5 @@ export interface Certificates {
 export async function loadCertificates(config: Config, log: Logger): Promise<Certificates> {
   const ca = await loadOrCreateCa(resolve(config.certs.dir), log);
   const leaves = new LeafCache({ ca: ca.ca, leafKey: ca.leafKey, caCertPem: ca.caCertPem, maxEntries: config.certs.leafCacheSize });
-  return { ca, leaves, leafSource: { contextFor: (name: string) => leaves.get(name) } };
+  return { ca, leaves, leafSource: leaves };
 }

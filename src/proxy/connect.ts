@@ -83,14 +83,9 @@ export function handleConnect(
       try {
         tlsSocket = new tls.TLSSocket(socket, {
           isServer: true,
+          // Given to the socket as it is made: the context may present another leaf by the next call.
           secureContext: leaves.contextFor(target.host),
-          SNICallback: (name, cb) => {
-            try {
-              cb(null, leaves.contextFor(name));
-            } catch (e) {
-              cb(e as Error, undefined);
-            }
-          },
+          SNICallback: leaves.sniCallbackFor(target.host),
           ALPNProtocols: ctx.config.proxy.http2 ? ["h2", "http/1.1"] : ["http/1.1"],
         });
       } catch (e) {
@@ -143,7 +138,7 @@ export function handleConnect(
     // its ClientHello, instead of after it arrives. Plain HTTP tunnels are mostly port 80.
     if (target.port !== 80) {
       try {
-        leaves.contextFor(target.host);
+        leaves.prepare(target.host);
       } catch {
         // dispatch reports it, if the client does start a handshake
       }

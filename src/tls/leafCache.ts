@@ -1,8 +1,19 @@
 /**
- * Leaf TLS contexts by SAN (mitm-certificates.md §3 "Cache"), in memory only. Minting is
- * synchronous, so `get` is too: an SNICallback or a CONNECT handler gets its context in the same
- * tick, and concurrent first contacts for one name share one signature because the second
- * caller finds the first one's entry already there.
+ * Leaf certificates by SAN (mitm-certificates.md §3 "Cache"), in memory only, and the TLS contexts
+ * that present them. Minting is synchronous, so `get` is too: an SNICallback or a CONNECT handler
+ * gets its context in the same tick, and concurrent first contacts for one name share one
+ * signature because the second caller finds the first one's entry already there.
+ *
+ * Contexts (#25, first contact). Building an OpenSSL context costs ~0.9 ms here (SSL_CTX_new and
+ * decoding the PEM key), setting a certificate on one ~0.45 ms, and a first contact used to pay
+ * both, ~2.2 ms of CPU with the mint. Now one shared context, holding the leaf key and the CA as
+ * the chain, serves every name's first contacts: `get` sets the name's leaf on it just before the
+ * caller makes its TLS socket, and OpenSSL copies a context's certificate into each connection
+ * when the connection is made (SSL_new; SSL_CTX_use_certificate(3): "changes applied to ctx do not
+ * propagate to already existing SSL objects"), so the next name's leaf cannot reach an earlier
+ * connection. Setting the leaf alone keeps the chain the context was built with (a leaf plus the
+ * CA would add the CA again each time). A name contacted again gets a context of its own, built
+ * after that handshake, so hosts a client keeps reconnecting to cost nothing more per connection.
  */
 import { randomBytes } from "node:crypto";
 import { createSecureContext, type SecureContext } from "node:tls";
@@ -20,11 +31,6 @@ export interface LeafCacheOptions {
   maxEntries?: number;
   /** Epoch milliseconds; injectable for tests. */
   now?: () => number;
-  /**
-   * Contexts kept ready with the leaf key loaded, so a first contact pays only for its
-   * certificate (see #refill). Default 2; 0 turns the pool off.
-   */
-  spareContexts?: number;
 }
 
 /** The native half of a SecureContext: what createSecureContext itself calls (Node 12 to 22). */
@@ -33,9 +39,13 @@ interface NativeContext {
 }
 
 interface Entry {
-  context: SecureContext;
-  notAfterMs: number;
+  /** The leaf alone (PEM). */
   certPem: string;
+  notAfterMs: number;
+  /** Connections made with this leaf (TLS sockets asked for; SNI for the CONNECT host not counted). */
+  contacts: number;
+  /** The leaf's own context, once the name was contacted again; until then the shared one. */
+  context: SecureContext | null;
 }
 
 export type SniCallback = (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => void;
@@ -50,9 +60,10 @@ export class LeafCache {
   // Setting an entry again on use makes it the most recent; the least recent goes past the bound.
   readonly #entries: RecentMap<string, Entry>;
   #minted = 0;
-  #spareTarget: number;
-  readonly #spares: SecureContext[] = [];
-  #refilling = false;
+  /** The context first contacts share, and the leaf it presents now (see the header). */
+  #shared: { context: SecureContext; holds: Entry } | null = null;
+  /** False on a Node without the native setCert: every leaf gets its own context then. */
+  #canShare = true;
 
   constructor(opts: LeafCacheOptions) {
     const max = opts.maxEntries ?? 10_000;
@@ -62,7 +73,6 @@ export class LeafCache {
     this.#leafKey = opts.leafKey;
     this.#caCertPem = opts.caCertPem;
     this.#now = opts.now ?? Date.now;
-    this.#spareTarget = Math.max(0, Math.floor(opts.spareContexts ?? 2));
   }
 
   /** Leaves signed since construction (tests and metrics). */
@@ -74,14 +84,27 @@ export class LeafCache {
     return this.#entries.size;
   }
 
-  /** The context for a server name or IP literal; throws ProxyError for a name no leaf can carry. */
+  /**
+   * The context for a server name or IP literal, to be given to a TLS socket made at once (in
+   * this tick: the shared context presents this name's leaf only until the next call). Throws
+   * ProxyError for a name no leaf can carry.
+   */
   get(name: string): SecureContext {
-    return this.#entry(name).context;
+    const e = this.#entry(name);
+    if (e.context) return e.context;
+    e.contacts++;
+    if (e.contacts === 2 || !this.#canShare) this.#buildOwn(e);
+    return e.context ?? this.#sharedFor(e);
   }
 
   /** The same as get: satisfies proxy/leafSource.ts's LeafSource. */
   contextFor(name: string): SecureContext {
     return this.get(name);
+  }
+
+  /** Mint (or touch) a name's leaf ahead of its handshake, without making a connection's context. */
+  prepare(name: string): void {
+    this.#entry(name);
   }
 
   /** The leaf PEM a context presents (tests, diagnostics). */
@@ -90,16 +113,27 @@ export class LeafCache {
   }
 
   /** For `new tls.TLSSocket(socket, { isServer: true, secureContext, SNICallback })`. */
-  readonly sniCallback: SniCallback = (servername, cb) => {
-    let ctx: SecureContext;
-    try {
-      ctx = this.get(servername);
-    } catch (e) {
-      cb(e as Error);
-      return;
-    }
-    cb(null, ctx);
-  };
+  readonly sniCallback: SniCallback = (servername, cb) => this.sniCallbackFor(null)(servername, cb);
+
+  /**
+   * An SNICallback for a socket made with `get(connectHost)`: an SNI naming that host keeps the
+   * leaf the socket already has (Node then switches no context), any other name gets its own.
+   */
+  sniCallbackFor(connectHost: string | null): SniCallback {
+    let connectKey: string | null = null;
+    return (servername, cb) => {
+      let ctx: SecureContext | undefined;
+      try {
+        const n = leafName(servername);
+        connectKey ??= connectHost === null ? "" : sanKey(leafName(connectHost));
+        if (sanKey(n) !== connectKey) ctx = this.get(servername);
+      } catch (e) {
+        cb(e as Error);
+        return;
+      }
+      cb(null, ctx);
+    };
+  }
 
   #entry(name: string): Entry {
     const n = leafName(name);
@@ -115,50 +149,45 @@ export class LeafCache {
   #mint(n: ReturnType<typeof leafName>, now: number): Entry {
     const leaf = mintLeaf(this.#ca, this.#leafKey, n, now);
     this.#minted++;
-    const cert = leaf.certPem + this.#caCertPem;
-    const spare = this.#spares.pop();
-    let context: SecureContext;
-    if (spare) {
-      (spare.context as NativeContext).setCert(cert);
-      context = spare;
-    } else {
-      context = createSecureContext({ ...this.#contextOptions(), cert });
-    }
-    this.#refill();
-    return { context, notAfterMs: leaf.notAfterMs, certPem: leaf.certPem };
+    return { certPem: leaf.certPem, notAfterMs: leaf.notAfterMs, contacts: 0, context: null };
   }
 
   #contextOptions() {
     return { key: this.#leafKey.privateKeyPem, minVersion: "TLSv1.2" as const, ticketKeys: this.#ticketKeys };
   }
 
+  /** The shared context, presenting `e`'s leaf (set only when it presents another). */
+  #sharedFor(e: Entry): SecureContext {
+    if (!this.#shared) {
+      const context = createSecureContext({ ...this.#contextOptions(), cert: e.certPem + this.#caCertPem });
+      if (typeof (context.context as Partial<NativeContext> | undefined)?.setCert !== "function") {
+        this.#canShare = false;
+        return (e.context = context);
+      }
+      this.#shared = { context, holds: e };
+    } else if (this.#shared.holds !== e) {
+      (this.#shared.context.context as NativeContext).setCert(e.certPem);
+      this.#shared.holds = e;
+    }
+    return this.#shared.context;
+  }
+
   /**
-   * Half of a leaf context's cost is not the leaf: OpenSSL building the SSL_CTX and decoding the
-   * PEM key (~0.6 ms of ~1.2 ms on the reference machine), identical for every leaf. It is done
-   * ahead, after the handshake that used the last spare has been answered, so a first contact
-   * waits only for its certificate. Setting the certificate after the key is what OpenSSL
-   * allows when they match (SSL_CTX_use_certificate keeps a matching key); they always do here.
+   * A context of the leaf's own for a name contacted again. Built after the handshake that asked
+   * (that one still uses the shared context), except where there is no shared context.
    */
-  #refill(): void {
-    if (this.#refilling || this.#spares.length >= this.#spareTarget) return;
-    this.#refilling = true;
-    setImmediate(() => {
-      this.#refilling = false;
-      let spare: SecureContext;
-      try {
-        spare = createSecureContext(this.#contextOptions());
-      } catch {
-        return; // the same options fail again in #mint, which reports it
-      }
-      // A Node without the native setCert gets no spares (and builds none again), and #mint
-      // builds whole contexts.
-      if (typeof (spare.context as Partial<NativeContext> | undefined)?.setCert !== "function") {
-        this.#spareTarget = 0;
-        return;
-      }
-      this.#spares.push(spare);
-      this.#refill();
-    }).unref();
+  #buildOwn(e: Entry): void {
+    const build = () => {
+      e.context ??= createSecureContext({ ...this.#contextOptions(), cert: e.certPem + this.#caCertPem });
+    };
+    if (!this.#canShare) build();
+    else
+      setImmediate(() => {
+        try {
+          build();
+        } catch {
+          // the same options fail in #sharedFor, which reports it on the next contact
+        }
+      }).unref();
   }
 }
-

@@ -113,14 +113,12 @@ describe("LeafCache with a real TLS handshake", () => {
     s.destroy();
   });
 
-  it.each([0, 2])("with %i contexts prepared ahead, every first contact presents its own leaf + the CA and the leaf key", async (spareContexts) => {
-    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem, spareContexts });
+  it("every first contact presents its own leaf and exactly the CA after it, through the one shared context", async () => {
+    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem });
     const s2 = await mitmServer(c, "127.0.0.1");
     try {
-      for (let i = 0; i < 6; i++) {
-        const name = `spare${i}.example`;
-        // Let the pool refill between handshakes, the way traffic leaves gaps (or not: i odd).
-        if (i % 2 === 0) await new Promise((r) => setImmediate(r));
+      for (let i = 0; i < 4; i++) {
+        const name = `first${i}.example`;
         const s = await connect(s2.port, { servername: name, ca: m.certPem });
         try {
           expect(s.authorized).toBe(true); // the leaf verified against the CA and matched the key it signed with
@@ -128,14 +126,100 @@ describe("LeafCache with a real TLS handshake", () => {
           expect(peer.subjectaltname).toBe(`DNS:${name}`);
           expect(Buffer.from(peer.issuerCertificate.raw).equals(m.cert.raw)).toBe(true);
           expect(s.getPeerX509Certificate()!.publicKey.export({ type: "spki", format: "der" })).toEqual(m.leafKey.spkiDer);
-          expect(c.certPem(name)).toContain("BEGIN CERTIFICATE");
         } finally {
           s.destroy();
         }
       }
-      expect(c.minted).toBe(7); // the CONNECT host and six names
+      // What is on the wire after several leaves took turns on the shared context: leaf + CA, the CA once.
+      const r = await run("sh", ["-c", `openssl s_client -connect 127.0.0.1:${s2.port} -servername last.example -showcerts -CAfile "$0" -verify_return_error </dev/null`, caFile]);
+      expect(r.stdout).toContain("Verify return code: 0 (ok)");
+      const certs = (r.stdout.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((p) => new X509Certificate(p));
+      expect(certs.map((x) => x.subjectAltName)).toEqual(["DNS:last.example", m.cert.subjectAltName]);
+      expect(certs[1]!.raw.equals(m.cert.raw)).toBe(true);
+      expect(c.minted).toBe(6); // the CONNECT host, four names and last.example
     } finally {
       await s2.close();
+    }
+  });
+
+  it("a TLS socket keeps the leaf it was made with when the next socket gets another name's", async () => {
+    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem });
+    const names = ["one.example", "two.example", "three.example"];
+    const held: net.Socket[] = [];
+    // Every socket is made (one get() each, in turn) before any handshake is read.
+    const server = net.createServer((raw) => {
+      held.push(raw);
+      if (held.length < names.length) return;
+      held.forEach((sock, i) => {
+        const t = new tls.TLSSocket(sock, { isServer: true, secureContext: c.get(names[i]!) });
+        t.on("error", () => t.destroy());
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      // No SNI (IP host): the leaf a client sees is the one its socket was made with.
+      const clients: tls.TLSSocket[] = [];
+      for (let i = 0; i < names.length; i++) {
+        clients.push(tls.connect({ host: "127.0.0.1", port, ca: m.certPem, checkServerIdentity: () => undefined }));
+        await new Promise((r) => server.once("connection", r));
+      }
+      const sans = await Promise.all(clients.map((s) => new Promise<string>((resolve, reject) => {
+        s.once("secureConnect", () => resolve(s.getPeerCertificate().subjectaltname));
+        s.once("error", reject);
+      })));
+      clients.forEach((s) => s.destroy());
+      expect(sans).toEqual(names.map((n) => `DNS:${n}`));
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it("a name contacted again gets a context of its own, built after that handshake", async () => {
+    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem });
+    const first = c.get("again.example");
+    const second = c.get("again.example");
+    expect(second).toBe(first); // the shared context, until its own is built
+    expect(c.get("other.example")).toBe(first);
+    await new Promise((r) => setImmediate(r));
+    const own = c.get("again.example");
+    expect(own).not.toBe(first);
+    expect(c.get("again.example")).toBe(own);
+    expect(c.get("third.example")).toBe(first);
+    // The own context presents the leaf and the CA.
+    const server = net.createServer((raw) => {
+      const t = new tls.TLSSocket(raw, { isServer: true, secureContext: c.get("again.example") });
+      t.on("error", () => t.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    try {
+      const s = await connect((server.address() as net.AddressInfo).port, { servername: "again.example", ca: m.certPem });
+      expect(s.authorized).toBe(true);
+      expect(s.getPeerCertificate(true).subjectaltname).toBe("DNS:again.example");
+      s.destroy();
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+    expect(c.minted).toBe(3);
+  });
+
+  it("an SNI naming the CONNECT host keeps the socket's leaf; another name gets its own", async () => {
+    const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem });
+    const server = net.createServer((raw) => {
+      const t = new tls.TLSSocket(raw, { isServer: true, secureContext: c.get("connect.example"), SNICallback: c.sniCallbackFor("Connect.Example") });
+      t.on("error", () => t.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      for (const [sni, san] of [["connect.example", "DNS:connect.example"], ["sni.example", "DNS:sni.example"], ["connect.example.", "DNS:connect.example"]] as const) {
+        const s = await connect(port, { servername: sni, ca: m.certPem });
+        expect(s.authorized).toBe(true);
+        expect(s.getPeerCertificate().subjectaltname).toBe(san);
+        s.destroy();
+      }
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 
@@ -192,13 +276,15 @@ describe("LeafCache bookkeeping", () => {
   it("re-mints when less than a day of validity is left", () => {
     let now = Date.now();
     const c = new LeafCache({ ca: m.ca, leafKey: m.leafKey, caCertPem: m.certPem, now: () => now });
-    const first = c.get("example.test");
+    c.get("example.test");
     const pem1 = c.certPem("example.test");
     now += 395 * DAY_MS; // 2 days left
-    expect(c.get("example.test")).toBe(first);
+    c.get("example.test");
+    expect(c.certPem("example.test")).toBe(pem1);
+    expect(c.minted).toBe(1);
     now += 1.5 * DAY_MS; // half a day left
-    const second = c.get("example.test");
-    expect(second).not.toBe(first);
+    c.get("example.test");
+    expect(c.certPem("example.test")).not.toBe(pem1);
     expect(c.minted).toBe(2);
     const x1 = new X509Certificate(pem1);
     const x2 = new X509Certificate(c.certPem("example.test"));
