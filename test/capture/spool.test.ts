@@ -65,3 +65,26 @@ describe.skipIf(!mnt)("a spool on a full disk (a tmpfs; root only)", () => {
     expect(readdirSync(mnt!).filter((f) => f.startsWith("lathe-spool"))).toEqual([]);
   });
 });
+
+describe("a spool fed faster than its temp file takes it", () => {
+  it("gives a paused producer its drain, and keeps every byte in order", async () => {
+    // As forward.ts feeds it: 64 KiB socket chunks, pausing whenever the spool asks for a drain.
+    // The producer runs ahead of the file in one turn, so the file asks for drains. (A version
+    // that gathered chunks into fewer writes held bytes back from a drain and hung here.)
+    const s = new Spool({ memoryBytes: 256 * 1024 });
+    const data = pattern(8 * 1024 * 1024 + 12_345);
+    let waits = 0;
+    for (let i = 0; i < data.length; i += 64 * 1024) {
+      s.write(data.subarray(i, i + 64 * 1024));
+      if (s.needsDrain) {
+        waits++;
+        await s.drained();
+      }
+    }
+    await s.finish();
+    expect(waits).toBeGreaterThan(0); // the case above happened
+    expect(s.onDisk).toBe(true);
+    expect((await readAll(s)).equals(data)).toBe(true);
+    await s.dispose();
+  }, 20_000);
+});
