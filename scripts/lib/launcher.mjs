@@ -1,5 +1,5 @@
 // The node flags lathe's launcher starts it with: the ones on bin/lathe.js's `#!/usr/bin/env -S
-// node …` line (npm start passes the same; test/bin/launcher.test.ts keeps them equal). Scripts
+// node …` line (npm start passes the same; test/cli/launcher.test.ts keeps them equal). Scripts
 // that start lathe with `node` (the benchmark, the soak) add them, so they measure what a user runs.
 import { readFileSync } from "node:fs";
 import path from "node:path";

@@ -113,7 +113,7 @@ export class LeafCache {
   }
 
   /** For `new tls.TLSSocket(socket, { isServer: true, secureContext, SNICallback })`. */
-  readonly sniCallback: SniCallback = (servername, cb) => this.sniCallbackFor(null)(servername, cb);
+  readonly sniCallback: SniCallback = this.sniCallbackFor(null);
 
   /**
    * An SNICallback for a socket made with `get(connectHost)`: an SNI naming that host keeps the
@@ -152,14 +152,15 @@ export class LeafCache {
     return { certPem: leaf.certPem, notAfterMs: leaf.notAfterMs, contacts: 0, context: null };
   }
 
-  #contextOptions() {
-    return { key: this.#leafKey.privateKeyPem, minVersion: "TLSv1.2" as const, ticketKeys: this.#ticketKeys };
+  /** A new context presenting `e`'s leaf, with the CA after it as the chain. */
+  #contextPresenting(e: Entry): SecureContext {
+    return createSecureContext({ key: this.#leafKey.privateKeyPem, cert: e.certPem + this.#caCertPem, minVersion: "TLSv1.2", ticketKeys: this.#ticketKeys });
   }
 
   /** The shared context, presenting `e`'s leaf (set only when it presents another). */
   #sharedFor(e: Entry): SecureContext {
     if (!this.#shared) {
-      const context = createSecureContext({ ...this.#contextOptions(), cert: e.certPem + this.#caCertPem });
+      const context = this.#contextPresenting(e);
       if (typeof (context.context as Partial<NativeContext> | undefined)?.setCert !== "function") {
         this.#canShare = false;
         return (e.context = context);
@@ -178,7 +179,7 @@ export class LeafCache {
    */
   #buildOwn(e: Entry): void {
     const build = () => {
-      e.context ??= createSecureContext({ ...this.#contextOptions(), cert: e.certPem + this.#caCertPem });
+      e.context ??= this.#contextPresenting(e);
     };
     if (!this.#canShare) build();
     else
