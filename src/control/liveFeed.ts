@@ -196,11 +196,14 @@ export class LiveFeed {
         this.#changed();
         return;
       }
-      const base = { seq: ++this.#seq, time, uri: e.uri, method: e.method, status: e.status, contentType: e.contentType };
+      // Each capture is one object literal, no `...base`: in Node 20's V8 every property after a
+      // spread is defined through the runtime, which made this ~15 µs per capture instead of ~1.
+      const seq = ++this.#seq;
+      const { uri, method, status, contentType } = e;
       if (o.kind === "failed") {
         g.header.totals.failed++;
         this.#totals.failed++;
-        this.#push(g, { ...base, type: "failed", revisit: false, size: 0, groupSize: 0, records: 0, file: null, offset: null, recordId: null, error: o.error.message });
+        this.#push(g, { seq, time, uri, method, status, contentType, type: "failed", revisit: false, size: 0, groupSize: 0, records: 0, file: null, offset: null, recordId: null, error: o.error.message });
         return;
       }
       const main = o.records[0]!;
@@ -214,7 +217,7 @@ export class LiveFeed {
       }
       for (const r of o.records) this.#file(g, r.filename);
       this.#remember(main.id, key);
-      this.#push(g, { ...base, type: main.type, revisit: o.revisit, size: main.length, groupSize, records: o.records.length, file: main.filename, offset: main.offset, recordId: main.id });
+      this.#push(g, { seq, time, uri, method, status, contentType, type: main.type, revisit: o.revisit, size: main.length, groupSize, records: o.records.length, file: main.filename, offset: main.offset, recordId: main.id });
       return;
     }
     // A record written alone: it joins the group of the page it is concurrent to, if known.
@@ -318,8 +321,12 @@ export class LiveFeed {
     g.ring.push(c);
     if (g.ring.length > this.#o.perGroup) g.ring.shift();
     if (this.#clients.size) {
-      if (this.#pending.length < PENDING_MAX) this.#pending.push({ ...c, group: g.header.key });
-      else this.#overflow = true;
+      if (this.#pending.length < PENDING_MAX) {
+        // A copy, then a plain store: cheap, where `{ ...c, group }` is not (see observe).
+        const withGroup = { ...c } as LiveCapture & { group: string };
+        withGroup.group = g.header.key;
+        this.#pending.push(withGroup);
+      } else this.#overflow = true;
     }
     this.#changed();
   }

@@ -11,7 +11,7 @@ import { answerPlain } from "./clientLeg.js";
 import type { ProxyContext } from "./context.js";
 import type { TunnelTarget } from "./connect.js";
 import { H2_CONNECTION_SPECIFIC, fieldsObject, headerValues } from "./headers.js";
-import { defaultPort, hostForUri } from "./target.js";
+import { defaultPort, hostForUri, targetIn } from "./target.js";
 
 const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 
@@ -87,7 +87,7 @@ function legOf(stream: ServerHttp2Stream, raw: string[], flags: number, tunnel: 
   if (method === "CONNECT") return "connect";
   const authority = pseudo.get(":authority") ?? headerValues(fields, "host")[0];
   if (authority !== undefined && !sameAuthority(authority, tunnel)) return "misdirected";
-  const target = { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path: pseudo.get(":path") ?? "/" };
+  const target = targetIn(tunnel, pseudo.get(":path") ?? "/");
   return http2ClientLeg(stream, { method, target, rawHeaders: joinCookies(fields) }, (flags & NGHTTP2_FLAG_END_STREAM) === 0);
 }
 
@@ -165,5 +165,5 @@ function h2Headers(h: ResponseHead): http2.OutgoingHttpHeaders {
 
 /** lathe's own answer on a stream that never became an exchange (421, CONNECT). */
 function answerPlainOnStream(stream: ServerHttp2Stream, tunnel: TunnelTarget, status: number, message: string): void {
-  answerPlain(http2ClientLeg(stream, { method: "GET", target: { ...tunnel, path: "/" }, rawHeaders: [] }, false), status, message);
+  answerPlain(http2ClientLeg(stream, { method: "GET", target: targetIn(tunnel, "/"), rawHeaders: [] }, false), status, message);
 }

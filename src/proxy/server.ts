@@ -12,7 +12,7 @@ import { http1ClientLeg } from "./http1Client.js";
 import { createH2TunnelServer } from "./http2Client.js";
 import type { LeafSource } from "./leafSource.js";
 import { sendPlain, sendPlainOnSocket } from "./respond.js";
-import { type Target, parseAbsoluteForm } from "./target.js";
+import { type Target, parseAbsoluteForm, targetIn } from "./target.js";
 import { handleUpgrade } from "./upgrade.js";
 import { cidrMatcher } from "../core/cidr.js";
 import { isLoopbackHost } from "../config/validate.js";
@@ -44,9 +44,9 @@ function targetOf(req: IncomingMessage): Target | null {
   const tunnel = tunnelOf(req.socket);
   if (tunnel) {
     const url = req.url ?? "/";
-    if (url.startsWith("/")) return { ...tunnel, path: url };
+    if (url.startsWith("/")) return targetIn(tunnel, url);
     const abs = parseAbsoluteForm(url);
-    return abs ? { ...tunnel, path: abs.path } : null;
+    return abs ? targetIn(tunnel, abs.path) : null;
   }
   return parseAbsoluteForm(req.url ?? "");
 }

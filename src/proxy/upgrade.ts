@@ -70,11 +70,8 @@ function relayUpgrade(ctx: ProxyContext, req: IncomingMessage, client: Socket, h
 }
 
 function upgradeRequest(ctx: ProxyContext, t: Target, method: string, headers: string[]): http.ClientRequest {
-  const opts: http.RequestOptions = {
-    ...requestOptions(t, method, headers),
-    agent: t.scheme === "https" ? ctx.connector.httpsFresh : ctx.connector.httpFresh,
-    maxHeaderSize: ctx.config.upstream.maxHeaderBytes,
-  };
+  const agent = t.scheme === "https" ? ctx.connector.httpsFresh : ctx.connector.httpFresh;
+  const opts = requestOptions(t, method, headers, { agent, maxHeaderSize: ctx.config.upstream.maxHeaderBytes });
   return t.scheme === "https" ? https.request(opts) : http.request(opts);
 }
 
