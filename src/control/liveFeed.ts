@@ -322,10 +322,8 @@ export class LiveFeed {
     if (g.ring.length > this.#o.perGroup) g.ring.shift();
     if (this.#clients.size) {
       if (this.#pending.length < PENDING_MAX) {
-        // A copy, then a plain store: cheap, where `{ ...c, group }` is not (see observe).
-        const withGroup = { ...c } as LiveCapture & { group: string };
-        withGroup.group = g.header.key;
-        this.#pending.push(withGroup);
+        // Object.assign, not `{ ...c, group }` (see observe): ~0.3 µs against ~1.7.
+        this.#pending.push(Object.assign({}, c, { group: g.header.key }));
       } else this.#overflow = true;
     }
     this.#changed();

@@ -39,7 +39,7 @@ export function politeExchange(ctx: ProxyContext, client: ClientLeg, policy: Req
           a.ticket.release({});
           return admitted.release(null);
         }
-        forwardExchange(ctx, new PoliteLeg(client, { ...client.head, rawHeaders: a.rawHeaders }, a.ticket), policy, admitted);
+        forwardExchange(ctx, new PoliteLeg(client, Object.assign({}, client.head, { rawHeaders: a.rawHeaders }), a.ticket), policy, admitted);
       },
       // Only a client that left rejects: nobody to answer.
       () => admitted.release(null),

@@ -31,7 +31,7 @@ export function createHybridWriter(opts: HybridWriterOptions): WarcFileWriter {
   const route = (group: RecordDraft[]): SeriesKind | Promise<SeriesKind> => {
     const facts = captureFacts(group);
     const decide = (sample: Uint8Array | null) => {
-      const r = routeCapture({ ...facts, sample }, opts.minPayloadBytes);
+      const r = routeCapture(Object.assign({}, facts, { sample }), opts.minPayloadBytes);
       opts.onRouted?.(r.series, r.reason);
       return r.series;
     };
