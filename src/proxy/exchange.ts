@@ -5,6 +5,7 @@
  * on in forward.ts. Works on a ClientLeg, so every client protocol takes the same path.
  */
 import { blockAnswer, matchBlock } from "../warcprox/blocks.js";
+import type { AdmitOptions } from "../warcprox/limits.js";
 import { WarcproxMetaError } from "../warcprox/warcproxMeta.js";
 import { rejectMeta, sendRuleAnswer } from "./answers.js";
 import { whenBacklogRoom } from "./backlog.js";
@@ -21,15 +22,8 @@ export function handleExchange(ctx: ProxyContext, client: ClientLeg): void {
   if (!policy) return;
   const uri = targetUri(client.head.target);
   const noRevisit = policy.noArchive || policy.dedupPolicy.policy === "off";
-  const left = leaveSignal(client);
-  const admitting = ctx.stats.admit(policy.meta, uri, {
-    mayBeNew: !policy.noArchive,
-    mayBeRevisit: !noRevisit,
-    waitTimeoutMs: ctx.config.upstream.headTimeoutMs,
-    get signal() {
-      return left.signal;
-    },
-  });
+  const left = new LeaveSignal(client);
+  const admitting = ctx.stats.admit(policy.meta, uri, new AdmitRequest(!policy.noArchive, !noRevisit, ctx.config.upstream.headTimeoutMs, left));
   admitting.then(
     (a) => {
       if (!a.ok) {
@@ -63,22 +57,43 @@ export function handleExchange(ctx: ProxyContext, client: ClientLeg): void {
  * A signal that aborts when the client leaves, so that an admission waiting for a limit's
  * verdict stops waiting. Made on first use: most admissions never wait, and a controller, a
  * close listener and an Error (with its stack) per exchange showed up in the profile (#25).
+ * A class, as AdmitRequest: an object literal with getters is built through V8's runtime each
+ * time (~0.7 µs per getter in Node 20).
  */
-function leaveSignal(client: ClientLeg): { readonly signal: AbortSignal; readonly aborted: boolean } {
-  let controller: AbortController | null = null;
-  return {
-    get signal() {
-      if (!controller) {
-        const c = (controller = new AbortController());
-        if (client.gone) c.abort(new Error("the client went away"));
-        else client.onClose(() => c.abort(new Error("the client went away")));
-      }
-      return controller.signal;
-    },
-    get aborted() {
-      return controller?.signal.aborted === true;
-    },
-  };
+class LeaveSignal {
+  readonly #client: ClientLeg;
+  #controller: AbortController | null = null;
+
+  constructor(client: ClientLeg) {
+    this.#client = client;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      const c = (this.#controller = new AbortController());
+      if (this.#client.gone) c.abort(new Error("the client went away"));
+      else this.#client.onClose(() => c.abort(new Error("the client went away")));
+    }
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#controller?.signal.aborted === true;
+  }
+}
+
+/** The admission's options; the leave signal is made only if the admission asks for it. */
+class AdmitRequest implements AdmitOptions {
+  constructor(
+    readonly mayBeNew: boolean,
+    readonly mayBeRevisit: boolean,
+    readonly waitTimeoutMs: number,
+    readonly left: LeaveSignal,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.left.signal;
+  }
 }
 
 /** The request's session and policy, or null once the client has been answered (407, 400). */

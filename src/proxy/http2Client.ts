@@ -116,38 +116,70 @@ export function joinCookies(fields: string[]): string[] {
 }
 
 function http2ClientLeg(stream: ServerHttp2Stream, head: ClientLeg["head"], hasBody: boolean): ClientLeg {
-  return {
-    head,
-    protocol: "h2",
-    body: stream,
-    socket: stream.session!.socket as Socket,
-    hasBody,
-    get headSent() {
-      return stream.headersSent;
-    },
-    get gone() {
-      return stream.destroyed || stream.closed || stream.writableEnded;
-    },
-    sendHead: (h) => stream.respond(h2Headers(h), withDate(false)),
-    sendInterim: (status, headers) => {
-      if (!stream.headersSent && !stream.destroyed) stream.additionalHeaders(h2Headers({ status, headers }));
-    },
-    write: (chunk) => stream.write(chunk),
-    onDrain: (cb) => stream.on("drain", cb),
-    get needsDrain() {
-      return stream.writableNeedDrain;
-    },
-    end: (last) => (last ? stream.end(last) : stream.end()),
-    // RST_STREAM: the client sees an incomplete response, never a complete wrong one.
-    destroy: () => stream.close(NGHTTP2_INTERNAL_ERROR),
-    onClose: (cb) => stream.once("close", () => cb(stream.writableFinished)),
-    answer: (h, body) => {
-      if (stream.destroyed || stream.closed) return;
-      stream.respond(h2Headers(h), { ...withDate(true), endStream: body === undefined });
-      if (body !== undefined) stream.end(body);
-    },
-    discardBody: () => stream.resume(),
-  };
+  return new Http2ClientLeg(stream, head, hasBody);
+}
+
+/** A class, not an object literal with getters: those are built through V8's runtime each time (~3.7 µs for three in Node 20). */
+class Http2ClientLeg implements ClientLeg {
+  readonly #stream: ServerHttp2Stream;
+  readonly protocol = "h2";
+  readonly body: ServerHttp2Stream;
+  readonly socket: Socket;
+
+  constructor(
+    stream: ServerHttp2Stream,
+    readonly head: ClientLeg["head"],
+    readonly hasBody: boolean,
+  ) {
+    this.#stream = stream;
+    this.body = stream;
+    this.socket = stream.session!.socket as Socket;
+  }
+
+  get headSent(): boolean {
+    return this.#stream.headersSent;
+  }
+  get gone(): boolean {
+    const s = this.#stream;
+    return s.destroyed || s.closed || s.writableEnded;
+  }
+  get needsDrain(): boolean {
+    return this.#stream.writableNeedDrain;
+  }
+  sendHead(h: ResponseHead): void {
+    this.#stream.respond(h2Headers(h), withDate(false));
+  }
+  sendInterim(status: number, headers: string[]): void {
+    const s = this.#stream;
+    if (!s.headersSent && !s.destroyed) s.additionalHeaders(h2Headers({ status, headers }));
+  }
+  write(chunk: Buffer): boolean {
+    return this.#stream.write(chunk);
+  }
+  onDrain(cb: () => void): void {
+    this.#stream.on("drain", cb);
+  }
+  end(last?: Buffer): void {
+    if (last) this.#stream.end(last);
+    else this.#stream.end();
+  }
+  /** RST_STREAM: the client sees an incomplete response, never a complete wrong one. */
+  destroy(): void {
+    this.#stream.close(NGHTTP2_INTERNAL_ERROR);
+  }
+  onClose(cb: (delivered: boolean) => void): void {
+    const s = this.#stream;
+    s.once("close", () => cb(s.writableFinished));
+  }
+  answer(h: ResponseHead, body: Buffer | undefined): void {
+    const s = this.#stream;
+    if (s.destroyed || s.closed) return;
+    s.respond(h2Headers(h), Object.assign(withDate(true), { endStream: body === undefined }));
+    if (body !== undefined) s.end(body);
+  }
+  discardBody(): void {
+    this.#stream.resume();
+  }
 }
 
 /**

@@ -75,16 +75,7 @@ export function http2Request(ctx: ProxyContext, session: ClientHttp2Session, tap
           if (capturing) caps.response.feed(c);
         });
         stream.once("end", () => (state.complete = true));
-        const res: UpstreamResponse = {
-          status,
-          reason: STATUS_CODES[status],
-          rawHeaders,
-          body: stream,
-          get complete() {
-            return state.complete;
-          },
-        };
-        cb(res);
+        cb(new H2Response(status, rawHeaders, stream, state));
       }),
     onError: (cb) => {
       stream.on("error", (e) => {
@@ -103,6 +94,26 @@ export function http2Request(ctx: ProxyContext, session: ClientHttp2Session, tap
     setIdleTimeout: (ms, cb) => stream.setTimeout(ms, cb),
     reusedConnection: opened > 0,
   };
+}
+
+/** A class, not a literal with a getter (built through V8's runtime each time, ~0.7 µs in Node 20). */
+class H2Response implements UpstreamResponse {
+  readonly reason: string | undefined;
+  readonly #state: { complete: boolean };
+
+  constructor(
+    readonly status: number,
+    readonly rawHeaders: string[],
+    readonly body: ClientHttp2Stream,
+    state: { complete: boolean },
+  ) {
+    this.reason = STATUS_CODES[status];
+    this.#state = state;
+  }
+
+  get complete(): boolean {
+    return this.#state.complete;
+  }
 }
 
 /** The forwarded HTTP/1.1 header list as h2 fields: lowercase names, no connection-specific ones. */
