@@ -282,7 +282,7 @@ export class Archiver {
     const synthesized = ex.request.addedContentLength ? [`synthesized-request-content-length: ${requestId}`] : [];
     const tlsRecord = tls !== null && !ex.tap.tlsRecordedFor.has(ex.series);
     if (tlsRecord) {
-      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, { ...meta, protocols: [] }, tls, version, digest, ex.clientProtocol, synthesized));
+      group.push(buildTlsMetadata(recordId(this.#o.ids.uuid()), responseId, Object.assign({}, meta, { protocols: [] }), tls, version, digest, ex.clientProtocol, synthesized));
     }
     const extras = { interim: ex.extras?.interim ?? [], trailers: ex.extras?.trailers ?? [], notes: tlsRecord ? [] : synthesized };
     if (extras.interim.length || extras.trailers.length || extras.notes.length) {

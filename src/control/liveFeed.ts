@@ -172,7 +172,7 @@ export class LiveFeed {
   #detach: (() => void) | null = null;
 
   constructor(o: LiveFeedOptions) {
-    this.#o = { ...o, perGroup: o.perGroup ?? 200, closedKept: o.closedKept ?? 20, flushMs: o.flushMs ?? 150, heartbeatMs: o.heartbeatMs ?? 2_000 };
+    this.#o = Object.assign({}, o, { perGroup: o.perGroup ?? 200, closedKept: o.closedKept ?? 20, flushMs: o.flushMs ?? 150, heartbeatMs: o.heartbeatMs ?? 2_000 });
     this.#group("collection", "default");
   }
 
@@ -263,7 +263,7 @@ export class LiveFeed {
       now: new Date().toISOString(),
       perGroup: this.#o.perGroup,
       totals: { ...this.#totals },
-      groups: this.#ordered().map((g) => ({ ...this.#headerOf(g), captures: [...g.ring] })),
+      groups: this.#ordered().map((g) => Object.assign(this.#headerOf(g), { captures: [...g.ring] })),
       writers,
       politeness: this.#o.politeness?.() ?? null,
     };
@@ -469,7 +469,7 @@ export class LiveFeed {
   }
 
   #headerOf(g: Group): LiveGroupHeader {
-    return { ...g.header, totals: { ...g.header.totals }, files: [...g.files] };
+    return Object.assign({}, g.header, { totals: { ...g.header.totals }, files: [...g.files] });
   }
 
   async #writers(): Promise<LiveWriter[]> {

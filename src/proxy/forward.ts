@@ -231,7 +231,7 @@ class Exchange {
     }
     if (f.error.code === "ERR_UPSTREAM_TIMEOUT" && connecting && f.fetchStatus === -4) {
       // Nothing was sent yet: a connect (or TLS handshake) timeout, -2 in the crawl log; -4 is for a silent origin.
-      return { ...f, fetchStatus: -2 };
+      return { status: f.status, error: f.error, fetchStatus: -2 };
     }
     return f;
   }

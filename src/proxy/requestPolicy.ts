@@ -28,13 +28,8 @@ export function requestPolicy(config: Config, collections: CollectionRegistry, r
   const name = session?.collection ?? meta?.lathe.collection ?? "default";
   const collection = collections.get(name);
   if (!collection) throw new WarcproxMetaError("lathe", `lathe.collection: no collection ${JSON.stringify(name)}; create it with POST /api/v1/collections`);
-  const dedupPolicy: DedupPolicy = {
-    ...config.dedup,
-    policy: collection.dedup.policy,
-    buckets: collection.dedup.buckets,
-    ...(meta?.dedupBuckets ? { buckets: meta.dedupBuckets } : {}),
-    ...(meta?.lathe.dedupPolicy ? { policy: meta.lathe.dedupPolicy } : {}),
-  };
+  const dedupMode = meta?.lathe.dedupPolicy ? meta.lathe.dedupPolicy : collection.dedup.policy;
+  const dedupPolicy = dedupPolicyOf(config.dedup, dedupMode, meta?.dedupBuckets ? meta.dedupBuckets : collection.dedup.buckets);
   return {
     collection,
     session,
@@ -54,4 +49,9 @@ export function filteredOut(filters: MimeTypeFilter[], contentType: string | und
   if (filters.some((f) => f.type === "REJECT" && contentType !== undefined && f.regex.test(contentType))) return true;
   const limits = filters.filter((f) => f.type === "LIMIT");
   return limits.length > 0 && (contentType === undefined || !limits.some((f) => f.regex.test(contentType)));
+}
+
+/** The settings with this request's policy and buckets, as one literal (test/structure.test.ts: no properties after a spread here). */
+function dedupPolicyOf(d: DedupPolicy, policy: DedupPolicy["policy"], buckets: DedupPolicy["buckets"]): DedupPolicy {
+  return { policy, dbPath: d.dbPath, buckets, minBytes: d.minBytes, statuses: d.statuses, inflightWaitMs: d.inflightWaitMs, serverNotModified: d.serverNotModified };
 }

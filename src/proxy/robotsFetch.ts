@@ -24,7 +24,7 @@ export async function fetchRobots(ctx: ProxyContext, trigger: ClientLeg, policy:
   const headers: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (IDENTIFYING.has(rawHeaders[i]!.toLowerCase())) headers.push(rawHeaders[i]!, rawHeaders[i + 1]!);
   // Recorded as any capture of the collection; the request's mime-type filters are about what it asked for, not this.
-  const robotsPolicy: RequestPolicy = { ...policy, mimeTypeFilters: [], acceptCaptureMetadata: false };
+  const robotsPolicy: RequestPolicy = Object.assign({}, policy, { mimeTypeFilters: [], acceptCaptureMetadata: false });
   let url = robotsUrl;
   for (let hop = 0; ; hop++) {
     const target = parseAbsoluteForm(url);

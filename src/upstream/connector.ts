@@ -129,18 +129,18 @@ export function createConnector(o: ConnectorOptions): Connector {
   };
 
   const makeHttp = (keepAlive: boolean) => {
-    const a = new http.Agent({ ...agentOpts, keepAlive });
+    const a = new http.Agent(Object.assign({}, agentOpts, { keepAlive }));
     a.createConnection = plainConnection as typeof a.createConnection;
     return a;
   };
   const makeHttps = (keepAlive: boolean) => {
-    const a = new https.Agent({ ...agentOpts, keepAlive, maxCachedSessions: 100 });
+    const a = new https.Agent(Object.assign({}, agentOpts, { keepAlive, maxCachedSessions: 100 }));
     a.createConnection = ((opts: tls.ConnectionOptions) => tlsConnection(opts)) as typeof a.createConnection;
     return a;
   };
   const agents = { http: makeHttp(true), https: makeHttps(true), httpFresh: makeHttp(false), httpsFresh: makeHttps(false) };
   const connector: Connector = {
-    ...agents,
+    http: agents.http, https: agents.https, httpFresh: agents.httpFresh, httpsFresh: agents.httpsFresh,
     guard,
     h2: null,
     connectTls: (host, port, alpn) => tlsConnection({ host, port }, alpn),

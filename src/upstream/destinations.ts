@@ -95,7 +95,7 @@ export function createDestinationGuard(o: DestinationGuardOptions): DestinationG
     check,
     lookupFor(port) {
       return ((hostname: string, options: dns.LookupOptions, cb: (...a: unknown[]) => void) => {
-        resolve(hostname, { ...options, all: true }, (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => {
+        resolve(hostname, Object.assign({}, options, { all: true }), (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => {
           if (err) return cb(err);
           const list = Array.isArray(address) ? address : [{ address, family: family ?? net.isIP(address) }];
           // Refused if any address is: the connection could go to any of them.
