@@ -20,18 +20,19 @@ class Http1ClientLeg implements ClientLeg {
   readonly head: RequestHead;
   readonly protocol = "http/1.1";
   readonly hasBody: boolean;
-  readonly body: Readable;
   readonly socket: Socket;
 
   constructor(req: IncomingMessage, res: ServerResponse, target: Target) {
     this.#req = req;
     this.#res = res;
-    this.body = req;
     this.socket = req.socket;
     this.head = { method: req.method ?? "GET", target, rawHeaders: req.rawHeaders };
     this.hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] ?? "0") !== "0";
   }
 
+  get body(): Readable {
+    return this.#req;
+  }
   get headSent(): boolean {
     return this.#res.headersSent;
   }

@@ -123,7 +123,6 @@ function http2ClientLeg(stream: ServerHttp2Stream, head: ClientLeg["head"], hasB
 class Http2ClientLeg implements ClientLeg {
   readonly #stream: ServerHttp2Stream;
   readonly protocol = "h2";
-  readonly body: ServerHttp2Stream;
   readonly socket: Socket;
 
   constructor(
@@ -132,10 +131,12 @@ class Http2ClientLeg implements ClientLeg {
     readonly hasBody: boolean,
   ) {
     this.#stream = stream;
-    this.body = stream;
     this.socket = stream.session!.socket as Socket;
   }
 
+  get body(): ServerHttp2Stream {
+    return this.#stream;
+  }
   get headSent(): boolean {
     return this.#stream.headersSent;
   }
