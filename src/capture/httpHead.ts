@@ -33,27 +33,26 @@ export function findHeadEnd(buf: Buffer, from = 0): number {
 }
 
 export function parseHead(bytes: Buffer): ParsedHead {
+  // One latin1 string for the whole head, then string slices: a byte is a character, so offsets
+  // are the same, and it is one native call per head instead of two per field (#25: 7 -> 2 µs
+  // for a request and a response head).
+  const text = bytes.toString("latin1");
   const fields: HeadField[] = [];
   let pos = 0;
   let startLine = "";
   let first = true;
-  while (pos < bytes.length) {
-    let eol = bytes.indexOf(0x0a, pos);
-    if (eol < 0) eol = bytes.length;
-    const lineEnd = eol > pos && bytes[eol - 1] === 0x0d ? eol - 1 : eol;
-    const line = bytes.subarray(pos, lineEnd);
+  while (pos < text.length) {
+    let eol = text.indexOf("\n", pos);
+    if (eol < 0) eol = text.length;
+    const lineEnd = eol > pos && text.charCodeAt(eol - 1) === 0x0d ? eol - 1 : eol;
     if (first) {
-      startLine = line.toString("latin1");
+      startLine = text.slice(pos, lineEnd);
       first = false;
-    } else if (line.length > 0) {
-      const colon = line.indexOf(0x3a);
-      if (colon > 0 && line[0] !== 0x20 && line[0] !== 0x09) {
-        fields.push({
-          name: line.subarray(0, colon).toString("latin1"),
-          value: line.subarray(colon + 1).toString("latin1").trim(),
-          nameStart: pos,
-          nameEnd: pos + colon,
-        });
+    } else if (lineEnd > pos) {
+      const colon = text.indexOf(":", pos);
+      const lead = text.charCodeAt(pos);
+      if (colon > pos && colon < lineEnd && lead !== 0x20 && lead !== 0x09) {
+        fields.push({ name: text.slice(pos, colon), value: text.slice(colon + 1, lineEnd).trim(), nameStart: pos, nameEnd: colon });
       }
     }
     pos = eol + 1;
@@ -63,7 +62,10 @@ export function parseHead(bytes: Buffer): ParsedHead {
 
 export function fieldValues(head: ParsedHead, name: string): string[] {
   const lower = name.toLowerCase();
-  return head.fields.filter((f) => f.name.toLowerCase() === lower).map((f) => f.value);
+  const values: string[] = [];
+  // Lengths first: most names differ in length, and lower-casing each one costs a runtime call.
+  for (const f of head.fields) if (f.name.length === lower.length && f.name.toLowerCase() === lower) values.push(f.value);
+  return values;
 }
 
 /** Status code of a response start line (`HTTP/1.1 200 OK`), or NaN. */
