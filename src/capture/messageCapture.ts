@@ -5,6 +5,7 @@ import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread
 import { Spool, type SpoolOptions } from "./spool.js";
 import { type DigestAlgorithm, formatDigest, newHash } from "../warc/digest.js";
 import type { StreamSource } from "../warc/types.js";
+import { ProxyError } from "../core/errors.js";
 
 export type Truncation = "length" | "time" | "disconnect" | "unspecified";
 export type ChunkedMode = "dechunk" | "wire-exact";
@@ -243,10 +244,9 @@ export class MessageCapture {
         this.#rawBodyHash!.update(data);
         this.#rawBlockHash!.update(data);
       } else {
-        if (!this.#offThread) {
-          this.#entityHash!.update(data);
-          this.#rawBlockHash!.update(data);
-        }
+        // The block digest over a body kept in memory is taken when a record asks for it: a
+        // response recorded as a revisit never does (its block is the head alone).
+        if (!this.#offThread) this.#entityHash!.update(data);
         this.#entityLength += data.length;
       }
       this.#rawLength += data.length;
@@ -357,30 +357,34 @@ export class MessageCapture {
       if (!dechunk && !addedLength) blockHash = this.#rawBlockHash!;
       else if (dechunk && trailers.length === 0) blockHash = this.#entityBlockHash!;
     }
+    // Not chunked and not off-thread: the raw block hash saw the head only; the body is in memory.
+    let bodyInMemory: readonly Uint8Array[] | null = null;
+    if (blockHash === this.#rawBlockHash && !this.#dechunker && spool) {
+      bodyInMemory = spool.memory();
+      if (!bodyInMemory) blockHash = null; // not expected: read it back below rather than guess
+    }
     if (!blockHash && !blockDigest) {
       // Trailers or a Content-Length went into the stored head after the body was hashed: hash the block again.
       blockHash = newHash(alg).update(storedHead);
       if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
     }
-    return {
-      rawHead: head.bytes,
-      storedHead,
-      addedContentLength: addedLength,
-      spoolFailure,
-      startLine: head.startLine,
-      status: this.#status,
-      body,
-      bodyLength,
-      wireBodyLength: this.#rawLength,
-      payloadDigest: payload,
-      blockDigest: formatDigest(alg, blockDigest ?? blockHash!.digest()),
-      truncated,
-      chunked: this.#dechunker !== null,
-      framingError,
-      firstByteMicros: this.#firstByte ?? this.#o.now(),
-      headFields: head.fields,
-      dispose: () => (spool ? spool.dispose() : RESOLVED),
-    };
+    const m = new Captured(alg, blockDigest ?? blockHash!, bodyInMemory, spool);
+    m.rawHead = head.bytes;
+    m.storedHead = storedHead;
+    m.addedContentLength = addedLength;
+    m.spoolFailure = spoolFailure;
+    m.startLine = head.startLine;
+    m.status = this.#status;
+    m.body = body;
+    m.bodyLength = bodyLength;
+    m.wireBodyLength = this.#rawLength;
+    m.payloadDigest = payload;
+    m.truncated = truncated;
+    m.chunked = this.#dechunker !== null;
+    m.framingError = framingError;
+    m.firstByteMicros = this.#firstByte ?? this.#o.now();
+    m.headFields = head.fields;
+    return m;
   }
 
   /** Bytes received but not yet part of a complete head (for error reporting). */
@@ -392,6 +396,62 @@ export class MessageCapture {
     this.#offThread?.cancel();
     await this.#spool?.finish().catch(() => undefined);
     await this.#spool?.dispose();
+  }
+}
+
+/**
+ * A finished message. Its block digest is final when made, or, for a body kept in memory, the
+ * hash of the head finished with the body on first read (once per message: a revisit reads none).
+ * A class, not a literal with a getter: V8 builds the latter through its runtime (#25).
+ */
+class Captured implements CapturedMessage {
+  rawHead!: Buffer;
+  storedHead!: Buffer;
+  addedContentLength = false;
+  spoolFailure: string | null = null;
+  startLine = "";
+  status = NaN;
+  body: StreamSource | null = null;
+  bodyLength = 0;
+  wireBodyLength = 0;
+  payloadDigest: string | null = null;
+  truncated: Truncation | null = null;
+  chunked = false;
+  framingError: { offset: number; reason: string } | null = null;
+  firstByteMicros = 0n;
+  headFields!: ParsedHead["fields"];
+  readonly #alg: DigestAlgorithm;
+  #block: Hash | Buffer | string;
+  #bodyInMemory: readonly Uint8Array[] | null;
+  readonly #spool: Spool | null;
+  #disposed = false;
+
+  constructor(alg: DigestAlgorithm, block: Hash | Buffer, bodyInMemory: readonly Uint8Array[] | null, spool: Spool | null) {
+    this.#alg = alg;
+    this.#block = block;
+    this.#bodyInMemory = bodyInMemory;
+    this.#spool = spool;
+  }
+
+  get blockDigest(): string {
+    const b = this.#block;
+    if (typeof b === "string") return b;
+    if (this.#disposed) throw new ProxyError("ERR_INTERNAL", "a block digest was asked for after its body was released");
+    let bytes: Buffer;
+    if (Buffer.isBuffer(b)) bytes = b;
+    else {
+      for (const c of this.#bodyInMemory ?? []) b.update(c);
+      bytes = b.digest();
+    }
+    this.#bodyInMemory = null;
+    this.#block = formatDigest(this.#alg, bytes);
+    return this.#block;
+  }
+
+  dispose(): Promise<void> {
+    this.#disposed = true;
+    this.#bodyInMemory = null;
+    return this.#spool ? this.#spool.dispose() : RESOLVED;
   }
 }
 
