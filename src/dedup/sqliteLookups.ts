@@ -4,11 +4,12 @@
  * matches. The caller has checked its arguments (entryChecks.ts).
  *
  * Each lookup is one statement, the *_new tree's arm first in a UNION ALL (SQLite runs a compound
- * SELECT's arms in order, and the outer LIMIT stops it at the first row that is enough): every
+ * SELECT's arms in order, and the outer LIMIT stops it once it has enough rows; the model tests in
+ * sqliteStore.test.ts fail should the big tree's arm ever answer first): every
  * statement is a read transaction of its own, whose locks on the WAL index cost about as much as
  * the search itself, and one statement reads both trees in one snapshot even while another
  * process moves keys from one to the other. Rows come back raw (arrays): better-sqlite3 builds an
- * object row property by property, which cost more than the columns themselves.
+ * object row property by property, which costs more than the columns themselves.
  */
 import type Database from "better-sqlite3";
 import type { DigestAlgorithm } from "../warc/digest.js";
@@ -26,7 +27,7 @@ type Row = unknown[];
 
 type Stmt<P extends unknown[]> = Database.Statement<P, Row>;
 
-/** A raw row read as an entry: its FIELDS start at `at`; the digest is the caller's (the query compared it). */
+/** A raw row read as an entry: its FIELDS start at `at`; `alg` and `bytes` are the digest the query compared, or the row's own. */
 function toEntry(bucket: string, alg: DigestAlgorithm, bytes: Buffer, r: Row, at: number): DedupEntry {
   return {
     bucket,
