@@ -6,7 +6,42 @@ import type { DigestKey } from "./types.js";
 export const DIGEST_BYTES: Record<DigestAlgorithm, number> = { sha1: 20, sha256: 32 };
 const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
+/** Each ASCII character's base32 value (either case), -1 for the others. */
+const B32_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 32; i++) {
+  B32_VALUE[B32.charCodeAt(i)] = i;
+  B32_VALUE[B32.toLowerCase().charCodeAt(i)] = i;
+}
+
+/**
+ * Base32 (RFC 4648, either case, trailing `=` ignored) decoded; leftover bits (fewer than 8) are
+ * dropped. Every capture's digest passes here, so the usual all-ASCII spelling is decoded through
+ * a table into the Buffer itself; anything else takes the general path, whose toUpperCase() also
+ * turns a few non-ASCII letters into ASCII ones.
+ */
 function fromBase32(s: string): Buffer | null {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 61) end--;
+  const out = Buffer.allocUnsafe(Math.floor((end * 5) / 8));
+  let bits = 0;
+  let value = 0;
+  let j = 0;
+  for (let i = 0; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128) return fromBase32General(s);
+    const v = B32_VALUE[c]!;
+    if (v < 0) return null;
+    value = ((value << 5) | v) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      out[j++] = (value >>> (bits - 8)) & 0xff;
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+function fromBase32General(s: string): Buffer | null {
   const clean = s.replace(/=+$/, "").toUpperCase();
   const out: number[] = [];
   let bits = 0;

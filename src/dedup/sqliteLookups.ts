@@ -2,8 +2,17 @@
  * The three lookups of the SQLite dedup store: find the key's rows in the *_new tree, then in the
  * big one (every entry in *_new is newer, sqliteSchema.ts), and read each entry until one really
  * matches. The caller has checked its arguments (entryChecks.ts).
+ *
+ * Each lookup is one statement, the *_new tree's arm first in a UNION ALL (SQLite runs a compound
+ * SELECT's arms in order, and the outer LIMIT stops it once it has enough rows; the model tests in
+ * sqliteStore.test.ts fail should the big tree's arm ever answer first): every
+ * statement is a read transaction of its own, whose locks on the WAL index cost about as much as
+ * the search itself, and one statement reads both trees in one snapshot even while another
+ * process moves keys from one to the other. Rows come back raw (arrays): better-sqlite3 builds an
+ * object row property by property, which costs more than the columns themselves.
  */
 import type Database from "better-sqlite3";
+import type { DigestAlgorithm } from "../warc/digest.js";
 import { asBuffer } from "./entryChecks.js";
 import { ALG_NAME, digestKey, digestTag, unpackRecordId, urlKey } from "./sqliteKeys.js";
 import type { NameIds } from "./sqliteNames.js";
@@ -11,56 +20,57 @@ import type { DedupEntry } from "./types.js";
 
 // The file name as a scalar subquery on files' rowid: a LEFT JOIN would let the planner choose to
 // scan `files` whenever its statistics (PRAGMA optimize) say it is small.
-const COLUMNS = `e.seq, e.alg, e.digest, e.url, e.date, e.record_id AS recordId,
-  (SELECT name FROM files WHERE id = e.file) AS filename,
-  e.offset, e.length, e.status, e.etag, e.last_modified AS lastModified`;
+const FIELDS = `e.url, e.date, e.record_id, (SELECT name FROM files WHERE id = e.file), e.offset, e.length, e.status, e.etag, e.last_modified`;
 
-/** An entry as the lookups read it: the digest's algorithm as its code, the record id packed. */
-interface Row extends Pick<DedupEntry, "url" | "date" | "filename" | "offset" | "length" | "status" | "etag" | "lastModified"> {
-  seq: number;
-  alg: number;
-  digest: Buffer;
-  recordId: string | Buffer | null;
-}
+/** The FIELDS of an entry, in their order, from index `at` of a raw row. */
+type Row = unknown[];
 
-type Stmt<P extends unknown[], R = unknown> = Database.Statement<P, R>;
+type Stmt<P extends unknown[]> = Database.Statement<P, Row>;
 
-function toEntry(bucket: string, r: Row): DedupEntry {
+/** A raw row read as an entry: its FIELDS start at `at`; `alg` and `bytes` are the digest the query compared, or the row's own. */
+function toEntry(bucket: string, alg: DigestAlgorithm, bytes: Buffer, r: Row, at: number): DedupEntry {
   return {
     bucket,
-    digest: { alg: ALG_NAME[r.alg]!, bytes: r.digest },
-    url: r.url,
-    date: r.date,
-    recordId: unpackRecordId(r.recordId),
-    filename: r.filename,
-    offset: r.offset,
-    length: r.length,
-    status: r.status,
-    etag: r.etag,
-    lastModified: r.lastModified,
+    digest: { alg, bytes },
+    url: r[at] as string,
+    date: r[at + 1] as string,
+    recordId: unpackRecordId(r[at + 2]),
+    filename: r[at + 3] as string | null,
+    offset: r[at + 4] as number | null,
+    length: r[at + 5] as number | null,
+    status: r[at + 6] as number | null,
+    etag: r[at + 7] as string | null,
+    lastModified: r[at + 8] as string | null,
   };
+}
+
+/**
+ * One statement over the tree's *_new level then its big one: `select(from)` is the query of one
+ * level (with its own ORDER BY and LIMIT), so its parameters are bound once for each level.
+ */
+function newThenBig<P extends unknown[]>(db: Database.Database, tree: "by_digest" | "by_url", select: (from: string) => string, limit: string): Stmt<P> {
+  // CROSS JOIN: walk the key's rows newest first, read each entry until one really matches.
+  const from = (t: string) => `FROM ${t} k CROSS JOIN entries e ON e.seq = k.seq`;
+  const sql = `SELECT * FROM (${select(from(`${tree}_new`))}) UNION ALL SELECT * FROM (${select(from(tree))}) LIMIT ${limit}`;
+  return db.prepare<P, Row>(sql).raw() as unknown as Stmt<P>;
 }
 
 export class SqliteLookups {
   readonly #buckets: NameIds;
-  /** [staged, big] each */
-  readonly #byDigest: Array<Stmt<[number, number, number, Buffer], Row>>;
-  readonly #byUrlAndDigest: Array<Stmt<[number, number, number, string, number, Buffer], Row>>;
-  readonly #byUrl: Array<Stmt<[number, number, string, number], Row>>;
+  readonly #byDigest: Stmt<[number, number, number, Buffer, number, number, number, Buffer]>;
+  readonly #byUrlAndDigest: Stmt<[number, number, number, string, number, Buffer, number, number, number, string, number, Buffer]>;
+  readonly #byUrl: Stmt<[number, number, string, number, number, number, string, number, number]>;
 
   constructor(db: Database.Database, buckets: NameIds) {
     this.#buckets = buckets;
-    // CROSS JOIN: walk the key's rows newest first, read each entry until one really matches.
-    const from = (t: string) => `FROM ${t} k CROSS JOIN entries e ON e.seq = k.seq`;
-    this.#byDigest = ["by_digest_new", "by_digest"].map((t) =>
-      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND e.bucket = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`),
+    this.#byDigest = newThenBig(db, "by_digest", (from) => `SELECT ${FIELDS} ${from} WHERE k.key = ? AND e.bucket = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`, "1");
+    this.#byUrlAndDigest = newThenBig(
+      db,
+      "by_url",
+      (from) => `SELECT ${FIELDS} ${from} WHERE k.key = ? AND k.tag = ? AND e.bucket = ? AND e.url = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`,
+      "1",
     );
-    this.#byUrlAndDigest = ["by_url_new", "by_url"].map((t) =>
-      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND k.tag = ? AND e.bucket = ? AND e.url = ? AND e.alg = ? AND e.digest = ? ORDER BY k.seq DESC LIMIT 1`),
-    );
-    this.#byUrl = ["by_url_new", "by_url"].map((t) =>
-      db.prepare(`SELECT ${COLUMNS} ${from(t)} WHERE k.key = ? AND e.bucket = ? AND e.url = ? ORDER BY k.seq DESC LIMIT ?`),
-    );
+    this.#byUrl = newThenBig(db, "by_url", (from) => `SELECT e.alg, e.digest, ${FIELDS} ${from} WHERE k.key = ? AND e.bucket = ? AND e.url = ? ORDER BY k.seq DESC LIMIT ?`, "?");
   }
 
   /** `alg` is the digest's code (sqliteKeys.ts ALG_CODE). */
@@ -69,8 +79,8 @@ export class SqliteLookups {
     if (b === undefined) return null;
     const bytes = asBuffer(digest);
     const key = digestKey(b, alg, bytes);
-    const r = this.#byDigest[0]!.get(key, b, alg, bytes) ?? this.#byDigest[1]!.get(key, b, alg, bytes);
-    return r ? toEntry(bucket, r) : null;
+    const r = this.#byDigest.get(key, b, alg, bytes, key, b, alg, bytes);
+    return r ? toEntry(bucket, ALG_NAME[alg]!, Buffer.from(bytes), r, 0) : null;
   }
 
   byUrlAndDigest(bucket: string, url: string, alg: number, digest: Uint8Array): DedupEntry | null {
@@ -79,16 +89,15 @@ export class SqliteLookups {
     const bytes = asBuffer(digest);
     const key = urlKey(b, url);
     const tag = digestTag(bytes);
-    const r = this.#byUrlAndDigest[0]!.get(key, tag, b, url, alg, bytes) ?? this.#byUrlAndDigest[1]!.get(key, tag, b, url, alg, bytes);
-    return r ? toEntry(bucket, r) : null;
+    const r = this.#byUrlAndDigest.get(key, tag, b, url, alg, bytes, key, tag, b, url, alg, bytes);
+    return r ? toEntry(bucket, ALG_NAME[alg]!, Buffer.from(bytes), r, 0) : null;
   }
 
   byUrl(bucket: string, url: string, limit: number): DedupEntry[] {
     const b = limit === 0 ? undefined : this.#buckets.find(bucket);
     if (b === undefined) return [];
     const key = urlKey(b, url);
-    const rows = this.#byUrl[0]!.all(key, b, url, limit);
-    if (rows.length < limit) rows.push(...this.#byUrl[1]!.all(key, b, url, limit - rows.length));
-    return rows.map((r) => toEntry(bucket, r));
+    const rows = this.#byUrl.all(key, b, url, limit, key, b, url, limit, limit);
+    return rows.map((r) => toEntry(bucket, ALG_NAME[r[0] as number]!, r[1] as Buffer, r, 2));
   }
 }

@@ -385,6 +385,29 @@ describe("SQLite dedup store: recent entries moving to the big trees", () => {
     expect(tableCounts(path)).toEqual({ entries: m.entries.length, byDigest: m.entries.length, byUrl: m.entries.length, state: m.entries.length });
     withStore(path, (s2) => check(s2, m));
   });
+
+  it("answers like a plain list of entries when they come one per add (the proxy's way), past the bound", () => {
+    const path = dbFile();
+    const m = new Model();
+    const s = openSqliteDedupStore(path, { stagedMin: 16 });
+    try {
+      for (let k = 0; k < 400; k++) {
+        const e = entry({ bucket: k % 4 ? "default" : "b2", url: `https://m.example/${k % 40}`, digest: sha1(`one ${k % 170}`), filename: `o-${k % 3}.warc.gz`, offset: k * 10 });
+        s.add([e]);
+        m.entries.push(e);
+        if (k % 50 === 49) check(s, m);
+      }
+      raw(path, (db) => expect(db.prepare("SELECT count(*) FROM by_digest").pluck().get()).toBeGreaterThan(0));
+      const counts = tableCounts(path);
+      expect(counts).toEqual({ entries: 400, byDigest: 400, byUrl: 400, state: 400 });
+      expect(s.removeFileTail("o-1.warc.gz", 2000)).toBe(m.entries.filter((e) => e.filename === "o-1.warc.gz" && e.offset! >= 2000).length);
+      m.entries = m.entries.filter((e) => !(e.filename === "o-1.warc.gz" && e.offset! >= 2000));
+      check(s, m);
+    } finally {
+      s.close();
+    }
+    withStore(path, (s2) => check(s2, m));
+  });
 });
 
 describe("SQLite dedup store: removeFileTail (recovery, warc-files.md §7 step 4)", () => {
