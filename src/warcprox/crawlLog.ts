@@ -111,10 +111,13 @@ export function timestamp17(d: Date): string {
   return `${seconds14.of(d)}${pad3(d.getUTCMilliseconds())}`;
 }
 
+const UNSAFE = /[\x00-\x20\x7f]/;
+
 /** Percent-encode what would break a space-separated field (space, controls, DEL); empty → `-`. */
 function field(s: string | null | undefined): string {
   if (s === null || s === undefined || s === "") return "-";
-  return encodeUnsafe(s, /[\x00-\x20\x7f]/g);
+  // Tested first: most fields have nothing to encode, and a test is cheaper than a replace.
+  return UNSAFE.test(s) ? encodeUnsafe(s, /[\x00-\x20\x7f]/g) : s;
 }
 
 function encodeUnsafe(s: string, re: RegExp): string {
@@ -188,7 +191,11 @@ function annotations(e: CrawlLogEntry): string {
   return a.length ? a.join(",") : "-";
 }
 
-function asciiJson(v: unknown): string {
+/** A string JSON writes as it is, quoted: printable ASCII but `"` and `\\`. */
+const PLAIN_JSON = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function asciiJson(v: string): string {
+  if (PLAIN_JSON.test(v)) return `"${v}"`; // file names, methods: nothing to escape
   return JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
