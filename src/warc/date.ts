@@ -16,12 +16,25 @@ export function formatWarcDate(micros: bigint, version: WarcVersion = "1.1"): st
 }
 
 function formatDate(micros: bigint, version: WarcVersion): string {
-  const ms = Number(micros / 1000n);
-  const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
-  const seconds = iso.slice(0, 19);
+  const seconds = wholeSeconds(Number(micros / 1000n));
   if (version === "1.0") return `${seconds}Z`;
   const frac = (((micros % 1_000_000n) + 1_000_000n) % 1_000_000n).toString().padStart(6, "0");
   return `${seconds}.${frac}Z`;
+}
+
+// Captures of one second share its `YYYY-MM-DDTHH:mm:ss`: the last one made is kept (Date's
+// toISOString costs about 1 µs).
+let lastSecond: { second: number; text: string } = { second: NaN, text: "" };
+/** Date's range ends (±8.64e15 ms) inside a second: past it, toISOString throws, as it always did. */
+const MAX_DATE_MS = 8.64e15;
+
+/** `YYYY-MM-DDTHH:mm:ss` of the instant `ms` (UTC). */
+function wholeSeconds(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second === lastSecond.second && Math.abs(ms) <= MAX_DATE_MS) return lastSecond.text;
+  const text = new Date(ms).toISOString().slice(0, 19); // of YYYY-MM-DDTHH:mm:ss.sssZ
+  lastSecond = { second, text };
+  return text;
 }
 
 /** `yyyyMMddHHmmssSSS` (17 digits), UTC, as in file names and CDXJ timestamps. */

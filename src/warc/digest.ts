@@ -1,4 +1,4 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash, hash, type Hash } from "node:crypto";
 
 export type DigestAlgorithm = "sha1" | "sha256";
 
@@ -34,6 +34,8 @@ export function newHash(alg: DigestAlgorithm): Hash {
 }
 
 export function digestOf(alg: DigestAlgorithm, ...parts: Uint8Array[]): string {
+  // One part (a revisit's head, a metadata block): hashed at once, no Hash object (~1.5 µs less).
+  if (parts.length === 1) return formatDigest(alg, hash(alg, parts[0]!, "buffer"));
   const h = createHash(alg);
   for (const p of parts) h.update(p);
   return formatDigest(alg, h.digest());

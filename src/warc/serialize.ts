@@ -37,20 +37,16 @@ export function blockSize(block: BlockPart[]): number {
 /** The fields in file order, WARC-Warcinfo-ID inserted, Content-Length appended. */
 export function headerFields(draft: RecordDraft, opts: SerializeOptions): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
-  // Each name lower-cased once: where the type and id are, and where WARC-Warcinfo-ID goes.
+  // Where the type and id are, and where WARC-Warcinfo-ID goes.
   let typeAt = -1;
   let idAt = -1;
   let infoAt = 0;
   for (const [name, value] of draft.fields) {
-    if (!TOKEN.test(name)) throw invalid(draft, `field name ${JSON.stringify(name)} is not a token`);
-    // A CR or LF in a value would end the field early and let content forge headers.
-    if (CR_OR_LF.test(value)) throw invalid(draft, `field ${name} has a CR or LF in its value`);
-    const lower = name.toLowerCase();
-    if (OWNED.has(lower)) throw invalid(draft, `field ${name} is added by the writer`);
-    if (lower === "warc-type" && typeAt < 0) typeAt = fields.length;
-    if (lower === "warc-record-id" && idAt < 0) idAt = fields.length;
+    const kind = checkedField(draft, name, value);
+    if (kind === KIND_TYPE && typeAt < 0) typeAt = fields.length;
+    if (kind === KIND_ID && idAt < 0) idAt = fields.length;
     fields.push([name, value]);
-    if (BEFORE_WARCINFO_ID.has(lower)) infoAt = fields.length;
+    if (kind !== KIND_OTHER) infoAt = fields.length;
   }
   // Builders normally list WARC-Type and WARC-Record-ID; supply them when they do not, and
   // refuse a draft whose fields contradict its own type or id.
@@ -59,19 +55,83 @@ export function headerFields(draft: RecordDraft, opts: SerializeOptions): Array<
     if (idAt >= 0) idAt++;
   }
   if (ensure(fields, draft, "WARC-Record-ID", draft.id, idAt, 1)) infoAt++;
-  if (draft.type !== "warcinfo") {
-    if (!opts.warcinfoId) throw invalid(draft, "no WARC-Warcinfo-ID for a non-warcinfo record");
-    fields.splice(infoAt, 0, ["WARC-Warcinfo-ID", opts.warcinfoId]);
-  }
+  if (draft.type !== "warcinfo") fields.splice(infoAt, 0, ["WARC-Warcinfo-ID", warcinfoIdOf(draft, opts)]);
   fields.push(["Content-Length", String(blockSize(draft.block))]);
   return fields;
 }
 
 /** `WARC/1.x` CRLF, `Name: value` CRLF per field, CRLF. */
 export function serializeHeader(draft: RecordDraft, opts: SerializeOptions): Buffer {
+  return Buffer.from(headerText(draft, opts), "utf8");
+}
+
+/**
+ * The header as text, the fields written straight from the draft (no array of the fields in
+ * file order) when it lists its WARC-Type and WARC-Record-ID, as every builder does; else as
+ * headerFields orders them. Same text either way.
+ */
+function headerText(draft: RecordDraft, opts: SerializeOptions): string {
+  const fields = draft.fields;
+  let typeAt = -1;
+  let idAt = -1;
+  let infoAt = 0;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const kind = checkedField(draft, f[0], f[1]);
+    if (kind === KIND_TYPE && typeAt < 0) typeAt = i;
+    if (kind === KIND_ID && idAt < 0) idAt = i;
+    if (kind !== KIND_OTHER) infoAt = i + 1;
+  }
   let s = `WARC/${opts.version}${CRLF}`;
-  for (const [n, v] of headerFields(draft, opts)) s += `${n}: ${v}${CRLF}`;
-  return Buffer.from(s + CRLF, "utf8");
+  if (typeAt < 0 || idAt < 0) {
+    for (const [n, v] of headerFields(draft, opts)) s += `${n}: ${v}${CRLF}`;
+    return s + CRLF;
+  }
+  ensure(fields, draft, "WARC-Type", draft.type, typeAt, 0);
+  ensure(fields, draft, "WARC-Record-ID", draft.id, idAt, 1);
+  const warcinfoId = draft.type === "warcinfo" ? null : warcinfoIdOf(draft, opts);
+  for (let i = 0; i < fields.length; i++) {
+    if (i === infoAt && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
+    s += `${fields[i]![0]}: ${fields[i]![1]}${CRLF}`;
+  }
+  if (infoAt === fields.length && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
+  return `${s}Content-Length: ${blockSize(draft.block)}${CRLF}${CRLF}`;
+}
+
+/** What a field name means to the serializer. */
+const KIND_OTHER = 0;
+/** Precedes WARC-Warcinfo-ID (warc-records.md §1). */
+const KIND_BEFORE_INFO = 1;
+const KIND_TYPE = 2;
+const KIND_ID = 3;
+
+/**
+ * The kinds of the names seen, valid ones only: the few names builders use are checked (token,
+ * lower-cased, looked up) once, not on every record. Bounded, should drafts bring many names.
+ */
+const knownNames = new Map<string, number>();
+const MAX_KNOWN_NAMES = 256;
+
+/** The field's kind, once its name and value are checked: a draft that fails is a builder bug. */
+function checkedField(draft: RecordDraft, name: string, value: string): number {
+  // A CR or LF in a value would end the field early and let content forge headers.
+  const known = knownNames.get(name);
+  if (known !== undefined) {
+    if (value.indexOf("\r") >= 0 || value.indexOf("\n") >= 0) throw invalid(draft, `field ${name} has a CR or LF in its value`);
+    return known;
+  }
+  if (!TOKEN.test(name)) throw invalid(draft, `field name ${JSON.stringify(name)} is not a token`);
+  if (CR_OR_LF.test(value)) throw invalid(draft, `field ${name} has a CR or LF in its value`);
+  const lower = name.toLowerCase();
+  if (OWNED.has(lower)) throw invalid(draft, `field ${name} is added by the writer`);
+  const kind = lower === "warc-type" ? KIND_TYPE : lower === "warc-record-id" ? KIND_ID : BEFORE_WARCINFO_ID.has(lower) ? KIND_BEFORE_INFO : KIND_OTHER;
+  if (knownNames.size < MAX_KNOWN_NAMES) knownNames.set(name, kind);
+  return kind;
+}
+
+function warcinfoIdOf(draft: RecordDraft, opts: SerializeOptions): string {
+  if (!opts.warcinfoId) throw invalid(draft, "no WARC-Warcinfo-ID for a non-warcinfo record");
+  return opts.warcinfoId;
 }
 
 /** The field `name` (found at `at`, or -1) holds `value`, else it is inserted at `pos`: true if inserted. */

@@ -84,8 +84,7 @@ export async function writeWarcinfo(fh: WarcFileHandle, draft: RecordDraft, vers
 export async function writeGroups(f: OpenWarcFile, groups: EncodedGroup[], gzip: boolean): Promise<{ outs: WrittenRecord[][]; end: number }> {
   let pos = f.size;
   // Groups held in memory go to the file in one pwritev(2); large members stream.
-  const members = groups.flatMap((g) => g.records);
-  const whole = members.every((r) => r.parts !== null) ? members.flatMap((r) => r.parts!) : null;
+  const whole = inMemoryParts(groups);
   if (whole) await writevFully(f.fh, whole, pos);
   const outs: WrittenRecord[][] = [];
   for (const g of groups) {
@@ -101,21 +100,45 @@ export async function writeGroups(f: OpenWarcFile, groups: EncodedGroup[], gzip:
   return { outs, end: pos };
 }
 
+/** The parts of every member of the groups, in file order, when all are in memory; else null. */
+function inMemoryParts(groups: EncodedGroup[]): Uint8Array[] | null {
+  const parts: Uint8Array[] = [];
+  for (const g of groups) {
+    for (const r of g.records) {
+      if (r.parts === null) return null;
+      for (const p of r.parts) parts.push(p);
+    }
+  }
+  return parts;
+}
+
 /** The groups' records as the index hears of them. */
 export function landedRecords(groups: EncodedGroup[], outs: WrittenRecord[][]): LandedRecord[] {
-  return groups.flatMap(({ drafts }, k) => outs[k]!.map((w, i) => ({ draft: drafts[i]!, offset: w.offset, length: w.length })));
+  const landed: LandedRecord[] = [];
+  for (let k = 0; k < groups.length; k++) {
+    const { drafts } = groups[k]!;
+    const out = outs[k]!;
+    for (let i = 0; i < out.length; i++) landed.push({ draft: drafts[i]!, offset: out[i]!.offset, length: out[i]!.length });
+  }
+  return landed;
 }
 
 function writtenRecord(d: RecordDraft, filename: string, offset: number, length: number): WrittenRecord {
   const w: WrittenRecord = { id: d.id, type: d.type, filename, offset, length };
-  const uri = field(d, "WARC-Target-URI");
-  const date = field(d, "WARC-Date");
+  const uri = field(d, "WARC-Target-URI", "warc-target-uri");
+  const date = field(d, "WARC-Date", "warc-date");
   if (uri !== undefined) w.targetUri = uri;
   if (date !== undefined) w.date = date;
   return w;
 }
 
-function field(d: RecordDraft, name: string): string | undefined {
-  const n = name.toLowerCase();
-  return d.fields.find(([k]) => k.toLowerCase() === n)?.[1];
+/**
+ * The value of the first field named `name` in any case (`lower`): names as builders spell them
+ * match without lower-casing every name of the record.
+ */
+function field(d: RecordDraft, name: string, lower: string): string | undefined {
+  for (const [k, v] of d.fields) {
+    if (k === name || (k.length === name.length && k.toLowerCase() === lower)) return v;
+  }
+  return undefined;
 }

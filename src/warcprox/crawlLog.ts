@@ -7,6 +7,7 @@
  * `formatCrawlLogLine` is pure; `CrawlLog` does the file I/O (one append handle per file, lines
  * of one file written in call order).
  */
+import { write as writeFd } from "node:fs";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
@@ -69,26 +70,54 @@ export interface CrawlLogEntry {
 const pad2 = (n: number) => String(n).padStart(2, "0");
 const pad3 = (n: number) => String(n).padStart(3, "0");
 
+/**
+ * The text of the last whole second a format made: the lines of one second share it (seven
+ * getUTC* calls and their padding cost more than the rest of a timestamp).
+ */
+class SecondText {
+  #second = NaN;
+  #text = "";
+  readonly #format: (d: Date) => string;
+
+  constructor(format: (d: Date) => string) {
+    this.#format = format;
+  }
+
+  /** An invalid Date's second is NaN, never the last one: formatted every time, as before. */
+  of(d: Date): string {
+    const second = Math.floor(d.getTime() / 1000);
+    if (second !== this.#second) {
+      this.#text = this.#format(d);
+      this.#second = second;
+    }
+    return this.#text;
+  }
+}
+
+const logSeconds = new SecondText(
+  (d) => `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}T${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`,
+);
+const seconds14 = new SecondText(
+  (d) => `${String(d.getUTCFullYear()).padStart(4, "0")}${pad2(d.getUTCMonth() + 1)}${pad2(d.getUTCDate())}${pad2(d.getUTCHours())}${pad2(d.getUTCMinutes())}${pad2(d.getUTCSeconds())}`,
+);
+
 /** `yyyy-MM-ddTHH:mm:ss.SSSZ` (UTC). */
 export function logTimestamp(d: Date): string {
-  return (
-    `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}` +
-    `T${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}.${pad3(d.getUTCMilliseconds())}Z`
-  );
+  return `${logSeconds.of(d)}.${pad3(d.getUTCMilliseconds())}Z`;
 }
 
 /** `yyyyMMddHHmmssSSS` (UTC, 17 digits). */
 export function timestamp17(d: Date): string {
-  return (
-    `${String(d.getUTCFullYear()).padStart(4, "0")}${pad2(d.getUTCMonth() + 1)}${pad2(d.getUTCDate())}` +
-    `${pad2(d.getUTCHours())}${pad2(d.getUTCMinutes())}${pad2(d.getUTCSeconds())}${pad3(d.getUTCMilliseconds())}`
-  );
+  return `${seconds14.of(d)}${pad3(d.getUTCMilliseconds())}`;
 }
+
+const UNSAFE = /[\x00-\x20\x7f]/;
 
 /** Percent-encode what would break a space-separated field (space, controls, DEL); empty → `-`. */
 function field(s: string | null | undefined): string {
   if (s === null || s === undefined || s === "") return "-";
-  return encodeUnsafe(s, /[\x00-\x20\x7f]/g);
+  // Tested first: most fields have nothing to encode, and a test is cheaper than a replace.
+  return UNSAFE.test(s) ? encodeUnsafe(s, /[\x00-\x20\x7f]/g) : s;
 }
 
 function encodeUnsafe(s: string, re: RegExp): string {
@@ -162,23 +191,34 @@ function annotations(e: CrawlLogEntry): string {
   return a.length ? a.join(",") : "-";
 }
 
-function asciiJson(v: unknown): string {
+/** A string JSON writes as it is, quoted: printable ASCII but `"` and `\\`. */
+const PLAIN_JSON = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function asciiJson(v: string): string {
+  if (PLAIN_JSON.test(v)) return `"${v}"`; // file names, methods: nothing to escape
   return JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
+/** A number as JSON.stringify writes it (a non-finite one is `null`). */
+const jsonNumber = (n: number) => (Number.isFinite(n) ? String(n) : "null");
+
+/**
+ * Field 13, the JSON object written key by key (no object built and then stringified): the same
+ * text, since only its strings can hold what asciiJson escapes.
+ */
 function extraInfo(e: CrawlLogEntry): string {
-  const x: Record<string, unknown> = {};
-  if (typeof e.contentSize === "number" && e.contentSize > 0) x.contentSize = e.contentSize;
+  let s = "";
+  if (typeof e.contentSize === "number" && e.contentSize > 0) s += `,"contentSize":${jsonNumber(e.contentSize)}`;
   if (e.exception) {
-    x.exception = e.exception.replace(/ /g, "_");
-    if (e.exceptionMessage) x.exceptionMessage = e.exceptionMessage.replace(/ /g, "_");
+    s += `,"exception":${asciiJson(e.exception.replace(/ /g, "_"))}`;
+    if (e.exceptionMessage) s += `,"exceptionMessage":${asciiJson(e.exceptionMessage.replace(/ /g, "_"))}`;
   }
   if (e.warcFilename) {
-    x.warcFilename = e.warcFilename;
-    if (typeof e.warcFileOffset === "number") x.warcFileOffset = e.warcFileOffset;
+    s += `,"warcFilename":${asciiJson(e.warcFilename)}`;
+    if (typeof e.warcFileOffset === "number") s += `,"warcFileOffset":${jsonNumber(e.warcFileOffset)}`;
   }
-  if (e.method && e.method !== "GET") x.method = e.method;
-  return asciiJson(x);
+  if (e.method && e.method !== "GET") s += `,"method":${asciiJson(e.method)}`;
+  return s === "" ? "{}" : `{${s.slice(1)}}`;
 }
 
 function fetchTiming(e: CrawlLogEntry): string {
@@ -194,21 +234,11 @@ function fetchTiming(e: CrawlLogEntry): string {
 export function formatCrawlLogLine(e: CrawlLogEntry): string {
   const [hop, via] = hopPathAndVia(e.url, e.referer, e.metadata);
   const seed = e.metadata ? metaString(e.metadata.seed) : null;
-  return [
-    logTimestamp(e.logTime ?? new Date()),
-    String(e.status).padStart(5, " "),
-    (e.size === null || e.size === undefined ? "-" : String(e.size)).padStart(10, " "),
-    field(e.url),
-    hop,
-    via,
-    crawlLogMime(e.contentType),
-    "-",
-    fetchTiming(e),
-    field(e.digest),
-    field(seed),
-    annotations(e),
-    extraInfo(e),
-  ].join(" ");
+  const size = e.size === null || e.size === undefined ? "-" : String(e.size);
+  return (
+    `${logTimestamp(e.logTime ?? new Date())} ${String(e.status).padStart(5, " ")} ${size.padStart(10, " ")} ${field(e.url)} ${hop} ${via} ` +
+    `${crawlLogMime(e.contentType)} - ${fetchTiming(e)} ${field(e.digest)} ${field(seed)} ${annotations(e)} ${extraInfo(e)}`
+  );
 }
 
 export interface CrawlLogOptions {
@@ -240,11 +270,36 @@ export function crawlLogPrefix(prefix: string | null | undefined): string {
   return prefix;
 }
 
+const MAX_REMEMBERED_PATHS = 256;
+
+/**
+ * Append `buf` to `fh` (opened "a"), resumed after a short write, as FileHandle.appendFile does:
+ * through the callback API, ~5 µs less CPU a write than the promise one.
+ */
+function appendAll(fh: FileHandle, buf: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const from = (offset: number) => {
+      try {
+        writeFd(fh.fd, buf, offset, buf.length - offset, null, (err, written) => {
+          if (err) reject(err);
+          else if (offset + written < buf.length) from(offset + written);
+          else resolve();
+        });
+      } catch (e) {
+        reject(e); // a closed handle's fd (-1) is refused at once
+      }
+    };
+    from(0);
+  });
+}
+
 export class CrawlLog {
   readonly dir: string;
   readonly port: number;
   readonly hostname: string;
   private readonly files = new Map<string, { handle: Promise<FileHandle>; tail: Promise<void>; batch: { lines: string[]; written: Promise<void> } | null }>();
+  /** The file of each prefix seen, up to a bound (prefixes come from requests). */
+  private readonly paths = new Map<string, string>();
   private dirReady: Promise<unknown> | null = null;
   private closed = false;
   private readonly coalesceMs: number;
@@ -274,7 +329,7 @@ export class CrawlLog {
   /** Append a preformatted line (no `\n`). */
   appendLine(line: string, prefix?: string | null): Promise<void> {
     if (this.closed) return Promise.reject(new Error("crawl log is closed"));
-    const path = this.pathFor(prefix);
+    const path = this.pathOf(prefix);
     let f = this.files.get(path);
     if (!f) {
       this.dirReady ??= mkdir(this.dir, { recursive: true });
@@ -298,11 +353,22 @@ export class CrawlLog {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       if (file.batch === batch) file.batch = null;
       const fh = await h;
-      await fh.appendFile(Buffer.from(batch.lines.join("\n") + "\n", "utf8"));
+      await appendAll(fh, Buffer.from(batch.lines.join("\n") + "\n", "utf8"));
     });
     f.batch = batch;
     f.tail = batch.written;
     return batch.written;
+  }
+
+  /** pathFor, remembered: its checks and path.join cost ~1 µs a line. */
+  private pathOf(prefix: string | null | undefined): string {
+    const key = prefix ?? ""; // null, undefined and "" all name the `crawl` file
+    let path = this.paths.get(key);
+    if (path === undefined) {
+      path = this.pathFor(prefix);
+      if (this.paths.size < MAX_REMEMBERED_PATHS) this.paths.set(key, path);
+    }
+    return path;
   }
 
   /** Wait for pending lines and close every file. */

@@ -83,3 +83,54 @@ describe("serializeHeader", () => {
     expect(serializeHeader(d, { version: "1.1", warcinfoId: WI }).includes(Buffer.from("urn:x:é", "utf8"))).toBe(true);
   });
 });
+
+describe("serializeHeader: written straight from the draft, the same text as headerFields orders it", () => {
+  const text = (d: RecordDraft, wi: string | undefined) => {
+    let s = "WARC/1.1\r\n";
+    for (const [n, v] of headerFields(d, { version: "1.1", warcinfoId: wi })) s += `${n}: ${v}\r\n`;
+    return Buffer.from(s + "\r\n", "utf8");
+  };
+  const T: [string, string] = ["WARC-Type", "response"];
+  const I: [string, string] = ["warc-record-id", ID];
+  const cases: Array<[string, Array<[string, string]>, RecordDraft["type"]]> = [
+    ["spec order", [T, I, ["WARC-Date", "d"], ["WARC-Target-URI", "http://x/é?q= 1"], ["WARC-IP-Address", "1.2.3.4"]], "response"],
+    ["id before type", [I, T, ["X-A", ""]], "response"],
+    ["type and id late", [["X-A", "a"], ["WARC-Date", "d"], T, ["X-B", "b"], I], "response"],
+    ["before-fields last", [T, I, ["X-A", "a"], ["WARC-Filename", "f"]], "response"],
+    ["twice the type", [T, I, ["X-A", "a"], T, ["X-B", "b"]], "response"],
+    ["only type and id", [T, I], "response"],
+    ["mixed case", [["warc-type", "response"], ["WARC-RECORD-ID", ID], ["Warc-Target-Uri", "u"], ["x", "\u00ff\u{1F600}"]], "response"],
+    ["a warcinfo", [["WARC-Type", "warcinfo"], I, ["WARC-Date", "d"], ["WARC-Filename", "f"], ["Content-Type", "application/warc-fields"]], "warcinfo"],
+    ["no type", [I, ["WARC-Date", "d"]], "response"],
+    ["no id", [T, ["WARC-Date", "d"], ["X-A", "a"]], "response"],
+  ];
+  it.each(cases)("%s", (_, fields, type) => {
+    const d = draft(fields, [Buffer.from("abc"), bufferSource(Buffer.alloc(7))], type);
+    const wi = type === "warcinfo" ? undefined : WI;
+    expect(serializeHeader(d, { version: "1.1", warcinfoId: wi }).equals(text(d, wi))).toBe(true);
+  });
+
+  it("refuses the same drafts with the same errors, names already seen or not", () => {
+    const bad: Array<Array<[string, string]>> = [
+      [T, I, ["WARC-Date", "a\rb"]],
+      [T, I, ["Bad Name", "v"]],
+      [T, I, ["Content-Length", "3"]],
+      [T, ["WARC-Record-ID", "<other>"]],
+      [["WARC-Type", "request"], I],
+    ];
+    for (const fields of bad) {
+      const d = draft(fields);
+      const msg = (f: () => unknown) => {
+        try {
+          f();
+        } catch (e) {
+          return (e as Error).message;
+        }
+        return null;
+      };
+      const expected = msg(() => headerFields(d, { version: "1.1", warcinfoId: WI }));
+      expect(expected).not.toBeNull();
+      expect(msg(() => serializeHeader(d, { version: "1.1", warcinfoId: WI }))).toBe(expected);
+    }
+  });
+});

@@ -194,4 +194,20 @@ describe("CrawlLog files", () => {
     expect(crawl).toBe(formatCrawlLogLine(entry(2)) + "\n" + formatCrawlLogLine(entry(4)) + "\n");
     await expect(log.append(entry(7))).rejects.toThrow("closed");
   });
+
+  it("prefixes name their files however many there are; no prefix, an empty or an unsafe one is `crawl`", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lathe-crawllog-"));
+    const logDir = join(dir, "logs");
+    const log = new CrawlLog({ dir: logDir, port: 8000, hostname: "crawl7", coalesceMs: 0 });
+    const entry = (n: number) => ({ logTime, status: 200, size: n, url: `http://example.com/${n}` });
+    const many = Array.from({ length: 300 }, (_, i) => `p${i}`);
+    await Promise.all(many.map((p, i) => log.append(entry(i), p)));
+    await Promise.all([null, undefined, "", "../x", "crawl"].map((p, i) => log.append(entry(1000 + i), p)));
+    await log.append(entry(2000), "p299");
+    await log.close();
+    expect((await readdir(logDir)).length).toBe(301);
+    expect(await readFile(join(logDir, "p299-crawl7-8000.log"), "utf8")).toBe(formatCrawlLogLine(entry(299)) + "\n" + formatCrawlLogLine(entry(2000)) + "\n");
+    const crawl = (await readFile(join(logDir, "crawl-crawl7-8000.log"), "utf8")).split("\n");
+    expect(crawl.filter(Boolean).map((l) => l.split(/ +/)[3]).sort()).toEqual([1000, 1001, 1002, 1003, 1004].map((n) => `http://example.com/${n}`));
+  });
 });
