@@ -40,17 +40,43 @@ export const nodeWriterFs: WriterFs = {
  * A FileHandle whose writes go through the callback API: the promise API's layers cost several
  * µs of main-thread CPU a call, and every append of a capture is one. A closed handle's writes
  * go to the handle itself, which refuses them as it always did.
+ *
+ * The callback writes name the fd, which FileHandle does not see: its close() would not wait
+ * for them, and a number closed under a write in flight may already name another file when the
+ * write runs. So close, truncate and sync wait here until no write is in flight.
  */
 function callbackWrites(fh: fsp.FileHandle): WarcFileHandle {
-  const done = (resolve: (r: { bytesWritten: number }) => void, reject: (e: unknown) => void) => (err: Error | null, bytesWritten: number) =>
-    err ? reject(err) : resolve({ bytesWritten });
+  let inFlight = 0;
+  let whenIdle: Array<() => void> = [];
+  const settled = () => {
+    if (--inFlight > 0) return;
+    const waiting = whenIdle;
+    whenIdle = [];
+    for (const w of waiting) w();
+  };
+  const idle = (): Promise<void> => (inFlight === 0 ? Promise.resolve() : new Promise((r) => whenIdle.push(r)));
+  const done = (resolve: (r: { bytesWritten: number }) => void, reject: (e: unknown) => void) => (err: Error | null, bytesWritten: number) => {
+    settled();
+    if (err) reject(err);
+    else resolve({ bytesWritten });
+  };
+  // `call` hands its callback to fs; if it throws instead (bad arguments), nothing is in flight.
+  const started = (call: (fd: number, cb: (err: Error | null, n: number) => void) => void): Promise<{ bytesWritten: number }> =>
+    new Promise((resolve, reject) => {
+      inFlight++;
+      try {
+        call(fh.fd, done(resolve, reject));
+      } catch (e) {
+        settled();
+        reject(e);
+      }
+    });
   return {
     write: (buffer, offset, length, position) =>
-      fh.fd < 0 ? fh.write(buffer, offset, length, position) : new Promise((resolve, reject) => fs.write(fh.fd, buffer, offset, length, position, done(resolve, reject))),
-    writev: (buffers, position) =>
-      fh.fd < 0 ? fh.writev(buffers, position) : new Promise((resolve, reject) => fs.writev(fh.fd, buffers, position, done(resolve, reject))),
-    sync: () => fh.sync(),
-    truncate: (len) => fh.truncate(len),
-    close: () => fh.close(),
+      fh.fd < 0 ? fh.write(buffer, offset, length, position) : started((fd, cb) => fs.write(fd, buffer, offset, length, position, cb)),
+    writev: (buffers, position) => (fh.fd < 0 ? fh.writev(buffers, position) : started((fd, cb) => fs.writev(fd, buffers, position, cb))),
+    sync: () => idle().then(() => fh.sync()),
+    truncate: (len) => idle().then(() => fh.truncate(len)),
+    close: () => idle().then(() => fh.close()),
   };
 }
