@@ -84,10 +84,24 @@ export interface PreparedRecord {
 
 export async function prepareLanded(l: LandedRecord, filename: string): Promise<PreparedRecord> {
   const rec = await landedRecord(l.draft, l.offset, l.length, filename);
-  rec.httpHead();
-  const digest = isIndexed(rec) ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
-  const post = rec.warcType === "request" ? await postAppendFor(rec) : null;
+  const indexed = isIndexed(rec);
+  // Parsed now, while the draft's block is surely there: the line may be built again later.
+  if (indexed) rec.httpHead();
+  const digest = indexed ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
+  const post = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix) ? await postAppendFor(rec) : null;
   return { rec, digest, post };
+}
+
+const POST_ = Buffer.from("POST ");
+const PUT_ = Buffer.from("PUT ");
+
+/**
+ * Whether a request block may start a POST or PUT head. The head parser takes a request's method
+ * only from a first line that begins `METHOD ` in upper case, so any other start means
+ * postAppendFor gives null: a GET's head need not be parsed at all (it is not indexed either).
+ */
+function mayBePostOrPut(block: Buffer): boolean {
+  return block.subarray(0, 5).equals(POST_) || block.subarray(0, 4).equals(PUT_);
 }
 
 /** Printable ASCII, no space at either end: what the serialiser wrote is what a reader gets. */
@@ -191,8 +205,9 @@ export class LiveFileLines {
       const pair = prev ? pairOf(prev.p.rec, p.rec) : null;
       if (prev && pair) {
         if (pair.resp === prev.p.rec) {
-          // The response went in plain; with its request known, its line may change.
-          const line = entry(prev.p, p);
+          // The response went in plain; with its request known, its line may change (only a
+          // POST/PUT request adds anything: for others the line is the one already built).
+          const line = p.post === null ? prev.line : entry(prev.p, p);
           if (line !== prev.line) {
             if (prev.line !== null) {
               const i = this.#lines.lastIndexOf(prev.line);
