@@ -59,9 +59,9 @@ function surtBytes(raw: string): string {
  * The key of a plain URL, else null (the full algorithm then decides). Plain: `http://` or
  * `https://` in lower case; a host of ASCII letters, digits, `-` and `.` without an empty label
  * (all digits and dots only as a canonical dotted quad, which the IPv4 step gives back as is); a
- * port 1–65535 without leading zero; then, up to any `#`, printable ASCII without `%` (nothing to
- * strip, decode or escape), with a path that has no empty, `.` or `..` segment (nothing to
- * normalize).
+ * port 1–65535 without leading zero; then, up to any `#`, printable ASCII (nothing to strip) whose
+ * escapes all come back from decoding and escaping as they were (isKeptEscape), with a path that
+ * has no empty, `.` or `..` segment (nothing to normalize; decoded bytes are never `/` or `.`).
  */
 function plainHttpKey(url: string): string | null {
   const scheme = url.startsWith("http://") ? "http" : url.startsWith("https://") ? "https" : null;
@@ -91,9 +91,12 @@ function plainHttpKey(url: string): string | null {
   for (; end < n; end++) {
     const c = url.charCodeAt(end);
     if (c === 0x23) break; // the fragment is dropped, whatever it holds
-    if (c < 0x21 || c > 0x7e || c === 0x25) return null;
-    if (c === 0x3f && query < 0) query = end;
-    else if (end === i && c !== 0x2f && c !== 0x3f) return null;
+    if (end === i && c !== 0x2f && c !== 0x3f) return null;
+    if (c < 0x21 || c > 0x7e) return null;
+    if (c === 0x25) {
+      if (!isKeptEscape(url, end)) return null;
+      end += 2;
+    } else if (c === 0x3f && query < 0) query = end;
   }
   const path = url.slice(i, query < 0 ? end : query) || "/";
   if (path.includes("//") || RE_DOT_SEGMENT.test(path)) return null;
@@ -103,6 +106,18 @@ function plainHttpKey(url: string): string | null {
 }
 
 const RE_DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
+/**
+ * `%XX` at `at` stands for a byte the first pass escapes again (a control, space, `#`, beyond
+ * ASCII): decoding and escaping give it back, upper-cased, and the second pass lower-cases path
+ * and query anyway. Other escapes (`%2F`, `%41`, `%25`…) decode to something else: not plain.
+ */
+function isKeptEscape(url: string, at: number): boolean {
+  const hex = url.slice(at + 1, at + 3);
+  if (!/^[0-9a-fA-F]{2}$/.test(hex)) return false;
+  const byte = parseInt(hex, 16);
+  return byte <= 0x20 || byte >= 0x7f || byte === 0x23;
+}
 
 /** `a.b.c.d`, each 0–255 without leading zero: what attemptIPFormats gives back unchanged. */
 function isCanonicalQuad(host: string): boolean {
