@@ -199,12 +199,18 @@ export function pyJsonString(s: string): string {
  */
 export function compareLines(a: string, b: string): number {
   if (a === b) return 0;
-  if (/[\ud800-\udfff]/.test(a) || /[\ud800-\udfff]/.test(b)) return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  if (RE_SURROGATE.test(a) || RE_SURROGATE.test(b)) return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
   return a < b ? -1 : 1;
 }
 
+const RE_SURROGATE = /[\ud800-\udfff]/;
+
+/** compareLines where no line has a surrogate: each line looked at once, not at every comparison. */
+const compareUtf16 = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 export function sortLines(lines: Iterable<string>): string[] {
-  const sorted = [...lines].sort(compareLines);
+  const sorted = [...lines];
+  sorted.sort(sorted.some((l) => RE_SURROGATE.test(l)) ? compareLines : compareUtf16);
   let n = 0;
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[n - 1]) sorted[n++] = sorted[i]!;
   sorted.length = n;
