@@ -98,7 +98,9 @@ export function statusCode(startLine: string): string {
     const sp = startLine.indexOf(" ");
     rest = sp < 0 ? "" : startLine.slice(sp + 1);
   }
-  return rest.trim().split(" ", 1)[0]!;
+  const words = rest.trim();
+  const sp = words.indexOf(" ");
+  return sp < 0 ? words : words.slice(0, sp);
 }
 
 /**

@@ -77,7 +77,7 @@ function plainHttpKey(url: string): string | null {
   }
   const host = url.slice(hostStart, i);
   if (host === "" || host.startsWith(".") || host.endsWith(".") || host.includes("..")) return null;
-  if (!named && !isCanonicalQuad(host)) return null;
+  if (!named && !RE_CANONICAL_QUAD.test(host)) return null;
   let port: number | null = null;
   if (url.charCodeAt(i) === 0x3a) {
     const m = /^[1-9][0-9]{0,4}/.exec(url.slice(i + 1, i + 7));
@@ -120,10 +120,7 @@ function isKeptEscape(url: string, at: number): boolean {
 }
 
 /** `a.b.c.d`, each 0–255 without leading zero: what attemptIPFormats gives back unchanged. */
-function isCanonicalQuad(host: string): boolean {
-  const parts = host.split(".");
-  return parts.length === 4 && parts.every((p) => /^(?:0|[1-9][0-9]{0,2})$/.test(p) && Number(p) <= 255);
-}
+const RE_CANONICAL_QUAD = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/;
 
 // ---------------------------------------------------------------------------------------------
 // A. Parse (handyurl.parse on top of Python's urlsplit and its netloc properties).
