@@ -71,12 +71,18 @@ export function httpHeadOf(rec: WarcRecord): HttpHead | null {
 /** `WARC-Date` → `YYYYMMDDhhmmss` (warcio's iso_date_to_timestamp: the digit groups, fraction dropped). */
 export function warcDateToTimestamp(date: string | null): string {
   if (date === null) return "-";
+  // The usual `YYYY-MM-DDThh:mm:ss…`: its six groups already have the widths the rule pads to.
+  const m = RE_W3C_SECONDS.exec(date);
+  if (m !== null) return m[1]! + m[2]! + m[3]! + m[4]! + m[5]! + m[6]!;
   const nums = date.split(/\D/);
   if (nums[nums.length - 1] === "") nums.pop();
   const n = nums.slice(0, 6).map((x) => Number(x || "0"));
   while (n.length < 6) n.push(n.length < 3 ? 1 : 0);
   return String(n[0]).padStart(4, "0") + n.slice(1).map((x) => String(x).padStart(2, "0")).join("");
 }
+
+/** `YYYY-MM-DDThh:mm:ss`, then a non-digit or the end (a seventh digit would make the seconds longer). */
+const RE_W3C_SECONDS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?!\d)/;
 
 /** The `mime` member: cut at the first `;` or whitespace, then trimmed; "" stays "". */
 export function mimeValue(value: string | null): string | undefined {
@@ -92,7 +98,9 @@ export function statusCode(startLine: string): string {
     const sp = startLine.indexOf(" ");
     rest = sp < 0 ? "" : startLine.slice(sp + 1);
   }
-  return rest.trim().split(" ", 1)[0]!;
+  const words = rest.trim();
+  const sp = words.indexOf(" ");
+  return sp < 0 ? words : words.slice(0, sp);
 }
 
 /**
@@ -148,13 +156,13 @@ export function buildEntry(rec: WarcRecord, filename: string, digest: string, po
 
 /** `KEY TIMESTAMP {JSON}` + LF, JSON as Python's json.dumps writes it. */
 export function formatCdxj(e: IndexEntry): string {
-  const members: string[] = [];
+  let json = "";
   for (const k of JSON_ORDER) {
     const v = e[k];
     if (v === undefined) continue;
-    members.push(`"${k}": ${v === null ? "null" : pyJsonString(v)}`);
+    json += `${json === "" ? "" : ", "}"${k}": ${v === null ? "null" : pyJsonString(v)}`;
   }
-  return `${e.key} ${e.timestamp} {${members.join(", ")}}\n`;
+  return `${e.key} ${e.timestamp} {${json}}\n`;
 }
 
 /** Classic 11 fields (§7); a missing value is `-`, the digest loses its `sha1:` prefix. */
@@ -164,8 +172,12 @@ export function formatCdx11(e: IndexEntry): string {
   return f.join(" ") + "\n";
 }
 
+/** What pyJsonString escapes: `"`, `\\`, controls, beyond ASCII (DEL is kept). */
+const RE_JSON_ESCAPED = /[\x00-\x1f"\\\u0080-\uffff]/;
+
 /** A JSON string literal as Python's json.dumps (ensure_ascii) writes it: `\uXXXX` beyond ASCII. */
 export function pyJsonString(s: string): string {
+  if (!RE_JSON_ESCAPED.test(s)) return '"' + s + '"';
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -189,12 +201,18 @@ export function pyJsonString(s: string): string {
  */
 export function compareLines(a: string, b: string): number {
   if (a === b) return 0;
-  if (/[\ud800-\udfff]/.test(a) || /[\ud800-\udfff]/.test(b)) return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  if (RE_SURROGATE.test(a) || RE_SURROGATE.test(b)) return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
   return a < b ? -1 : 1;
 }
 
+const RE_SURROGATE = /[\ud800-\udfff]/;
+
+/** compareLines where no line has a surrogate: each line looked at once, not at every comparison. */
+const compareUtf16 = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 export function sortLines(lines: Iterable<string>): string[] {
-  const sorted = [...lines].sort(compareLines);
+  const sorted = [...lines];
+  sorted.sort(sorted.some((l) => RE_SURROGATE.test(l)) ? compareLines : compareUtf16);
   let n = 0;
   for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[n - 1]) sorted[n++] = sorted[i]!;
   sorted.length = n;

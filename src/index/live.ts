@@ -11,6 +11,7 @@
  * its POST/PUT request follows the same adjacency rule as the file reader, across groups too. If
  * anything goes wrong for a file, its index is rebuilt from the closed file instead.
  */
+import { write as writeFd } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
 import type { Readable } from "node:stream";
@@ -84,10 +85,24 @@ export interface PreparedRecord {
 
 export async function prepareLanded(l: LandedRecord, filename: string): Promise<PreparedRecord> {
   const rec = await landedRecord(l.draft, l.offset, l.length, filename);
-  rec.httpHead();
-  const digest = isIndexed(rec) ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
-  const post = rec.warcType === "request" ? await postAppendFor(rec) : null;
+  const indexed = isIndexed(rec);
+  // Parsed now, while the draft's block is surely there: the line may be built again later.
+  if (indexed) rec.httpHead();
+  const digest = indexed ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
+  const post = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix) ? await postAppendFor(rec) : null;
   return { rec, digest, post };
+}
+
+const POST_ = Buffer.from("POST ");
+const PUT_ = Buffer.from("PUT ");
+
+/**
+ * Whether a request block may start a POST or PUT head. The head parser takes a request's method
+ * only from a first line that begins `METHOD ` in upper case, so any other start means
+ * postAppendFor gives null: a GET's head need not be parsed at all (it is not indexed either).
+ */
+function mayBePostOrPut(block: Buffer): boolean {
+  return block.subarray(0, 5).equals(POST_) || block.subarray(0, 4).equals(PUT_);
 }
 
 /** Printable ASCII, no space at either end: what the serialiser wrote is what a reader gets. */
@@ -191,8 +206,9 @@ export class LiveFileLines {
       const pair = prev ? pairOf(prev.p.rec, p.rec) : null;
       if (prev && pair) {
         if (pair.resp === prev.p.rec) {
-          // The response went in plain; with its request known, its line may change.
-          const line = entry(prev.p, p);
+          // The response went in plain; with its request known, its line may change (only a
+          // POST/PUT request adds anything: for others the line is the one already built).
+          const line = p.post === null ? prev.line : entry(prev.p, p);
           if (line !== prev.line) {
             if (prev.line !== null) {
               const i = this.#lines.lastIndexOf(prev.line);
@@ -308,7 +324,7 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
               const text = f.backlog.join("");
               f.backlog = [];
               try {
-                await f.journal?.write(text);
+                if (f.journal) await appendText(f.journal, text);
               } catch (e) {
                 if (f.journal) o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
                 f.journal = null;
@@ -345,6 +361,28 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       o.onDropped?.(name);
     },
   };
+}
+
+/**
+ * Write `text` at the handle's position, resumed after a short write, through fs's callback API:
+ * ~5 µs less CPU a write than FileHandle.write's promise path.
+ */
+function appendText(fh: FileHandle, text: string): Promise<void> {
+  const buf = Buffer.from(text);
+  return new Promise((resolve, reject) => {
+    const from = (offset: number) => {
+      try {
+        writeFd(fh.fd, buf, offset, buf.length - offset, null, (err, written) => {
+          if (err) reject(err);
+          else if (offset + written < buf.length) from(offset + written);
+          else resolve();
+        });
+      } catch (e) {
+        reject(e); // a closed handle's fd (-1) is refused at once
+      }
+    };
+    from(0);
+  });
 }
 
 async function* asAsync(lines: string[]): AsyncGenerator<string> {

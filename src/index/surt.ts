@@ -22,6 +22,8 @@ import { GOOGLE_ESCAPES, percentDecodeRepeatedly, percentEncode } from "../url/p
 /** The key of `url`: `-` when there is none, the URL itself when the reference would fail. */
 export function surt(url: string | null | undefined): string {
   if (!url) return "-";
+  const plain = plainHttpKey(url);
+  if (plain !== null) return plain;
   if (url.startsWith("filedesc")) return url;
   try {
     return surtBytes(toBinary(url));
@@ -48,6 +50,77 @@ function surtBytes(raw: string): string {
   canonicalizeIA(u);
   return format(u);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fast path: most URLs a crawl meets are "plain", and for those parse and the first pass give
+// back the URL's own parts; only the second pass and the output (shared below) change anything.
+
+/**
+ * The key of a plain URL, else null (the full algorithm then decides). Plain: `http://` or
+ * `https://` in lower case; a host of ASCII letters, digits, `-` and `.` without an empty label
+ * (all digits and dots only as a canonical dotted quad, which the IPv4 step gives back as is); a
+ * port 1–65535 without leading zero; then, up to any `#`, printable ASCII (nothing to strip) whose
+ * escapes all come back from decoding and escaping as they were (isKeptEscape), with a path that
+ * has no empty, `.` or `..` segment (nothing to normalize; decoded bytes are never `/` or `.`).
+ */
+function plainHttpKey(url: string): string | null {
+  const scheme = url.startsWith("http://") ? "http" : url.startsWith("https://") ? "https" : null;
+  if (scheme === null) return null;
+  const hostStart = scheme.length + 3;
+  const n = url.length;
+  let i = hostStart;
+  let named = false; // a letter or `-`: not an IPv4 form
+  for (; i < n; i++) {
+    const c = url.charCodeAt(i);
+    if ((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x2d) named = true;
+    else if (!((c >= 0x30 && c <= 0x39) || c === 0x2e)) break;
+  }
+  const host = url.slice(hostStart, i);
+  if (host === "" || host.startsWith(".") || host.endsWith(".") || host.includes("..")) return null;
+  if (!named && !RE_CANONICAL_QUAD.test(host)) return null;
+  let port: number | null = null;
+  if (url.charCodeAt(i) === 0x3a) {
+    const m = /^[1-9][0-9]{0,4}/.exec(url.slice(i + 1, i + 7));
+    if (m === null || Number(m[0]) > 65535) return null;
+    port = Number(m[0]);
+    i += 1 + m[0].length;
+  }
+  // The netloc ends at `/`, `?`, `#` or the end; `user@`, `[v6]`, `_`, `%`… are not plain.
+  let query = -1;
+  let end = i;
+  for (; end < n; end++) {
+    const c = url.charCodeAt(end);
+    if (c === 0x23) break; // the fragment is dropped, whatever it holds
+    if (end === i && c !== 0x2f && c !== 0x3f) return null;
+    if (c < 0x21 || c > 0x7e) return null;
+    if (c === 0x25) {
+      if (!isKeptEscape(url, end)) return null;
+      end += 2;
+    } else if (c === 0x3f && query < 0) query = end;
+  }
+  const path = url.slice(i, query < 0 ? end : query) || "/";
+  if (path.includes("//") || RE_DOT_SEGMENT.test(path)) return null;
+  const u: Url = { scheme, host: lowerAscii(host), port, path, query: query < 0 ? null : url.slice(query + 1, end) || null };
+  canonicalizeIA(u);
+  return format(u);
+}
+
+const RE_DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
+/**
+ * `%XX` at `at` stands for a byte the first pass escapes again (a control, space, `#`, beyond
+ * ASCII): decoding and escaping give it back, upper-cased, and the second pass lower-cases path
+ * and query anyway. Other escapes (`%2F`, `%41`, `%25`…) decode to something else: not plain.
+ */
+function isKeptEscape(url: string, at: number): boolean {
+  const hex = url.slice(at + 1, at + 3);
+  if (!/^[0-9a-fA-F]{2}$/.test(hex)) return false;
+  const byte = parseInt(hex, 16);
+  return byte <= 0x20 || byte >= 0x7f || byte === 0x23;
+}
+
+/** `a.b.c.d`, each 0–255 without leading zero: what attemptIPFormats gives back unchanged. */
+const RE_CANONICAL_QUAD = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/;
 
 // ---------------------------------------------------------------------------------------------
 // A. Parse (handyurl.parse on top of Python's urlsplit and its netloc properties).
@@ -234,23 +307,36 @@ function canonicalizeIA(u: Url): void {
   let path = u.path;
   if (path) {
     path = lowerAscii(path);
-    for (const re of RES_PATH_SESSIONID) {
-      const m = re.exec(path);
-      if (m) path = m[1]! + m[3]!;
+    // Both patterns need a `(`: most paths are spared two backtracking regexes.
+    if (path.includes("(")) {
+      for (const re of RES_PATH_SESSIONID) {
+        const m = re.exec(path);
+        if (m) path = m[1]! + m[3]!;
+      }
     }
     if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
   }
   u.path = path;
   if (u.query) {
     let q = u.query;
-    for (const re of RES_QUERY_SESSIONID) {
-      const m = re.exec(q);
-      if (m) q = m[1]! + (m[2] ?? "");
+    const lower = lowerAscii(q);
+    if (mayHoldSessionId(lower)) {
+      for (const re of RES_QUERY_SESSIONID) {
+        const m = re.exec(q);
+        if (m) q = m[1]! + (m[2] ?? "");
+      }
     }
-    q = alphaReorderQuery(lowerAscii(q));
+    q = alphaReorderQuery(q === u.query ? lower : lowerAscii(q));
     u.query = q === "" ? null : q;
   }
 }
+
+/**
+ * Whether a (lower-cased) query may match one of RES_QUERY_SESSIONID: each needs `sessionid`
+ * (jsessionid=, ASPSESSIONID…), `sid=` (phpsessid=, sid=) or `cfid=` (matched without case,
+ * and only ASCII letters fold).
+ */
+const mayHoldSessionId = (lower: string): boolean => lower.includes("sessionid") || lower.includes("sid=") || lower.includes("cfid=");
 
 /** Only http and https (case-insensitive), unlike urlcanon's table of special schemes (ftp, ws…). */
 function defaultPort(scheme: string): number {
@@ -263,7 +349,7 @@ function defaultPort(scheme: string): number {
  * (urlcanon sorts the whole `&`-parts as bytes: `a-b=2` before `a=3`, where this puts `a=3` first.)
  */
 export function alphaReorderQuery(q: string): string {
-  if (q.length <= 1) return q;
+  if (q.length <= 1 || !q.includes("&")) return q; // one parameter: nothing to sort
   const parts = q.split("&").map((a) => {
     const i = a.indexOf("=");
     return i < 0 ? { name: a, value: null } : { name: a.slice(0, i), value: a.slice(i + 1) };

@@ -18,5 +18,9 @@ export function fromBinary(b: string): string {
 
 /** ASCII-only lower-casing (Python `bytes.lower()`): bytes ≥ 0x80 are left alone. */
 export function lowerAscii(s: string): string {
-  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+  // Most URL parts are lower case already: a test is cheaper than a replace with a callback.
+  return RE_UPPER.test(s) ? s.replace(RE_UPPER_RUNS, (m) => m.toLowerCase()) : s;
 }
+
+const RE_UPPER = /[A-Z]/;
+const RE_UPPER_RUNS = /[A-Z]+/g;
