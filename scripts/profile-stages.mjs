@@ -31,7 +31,7 @@ const RULES = [
   ["digests", /node:internal\/crypto\/hash|dist\/warc\/digest|dist\/core\/digest/],
   ["deflate", /dist\/warc\/(deflate|gzipMember|gzipHeader)|node:zlib/],
   ["record serialisation", /dist\/warc\/(serialize|httpHead|records|warcRecord|date|headerFields|groupEncoder)|dist\/archive\/(pipeline|writers)/],
-  ["write", /dist\/warc\/|node:internal\/fs/],
+  ["write", /dist\/warc\/|node:internal\/fs|node:fs$/],
   ["byte tap", /dist\/upstream\/tap|dist\/capture\/(messageCapture|httpHead|dechunk)/],
   ["capture and spool", /dist\/capture\/spool|dist\/proxy\/(archiveCapture|captures)/],
   ["TLS (both legs)", /node:_tls|node:tls|node:internal\/tls|dist\/tls\/|dist\/proxy\/(connect|leafSource)/],
