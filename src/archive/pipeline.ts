@@ -1,6 +1,7 @@
 import type { IdSource } from "../core/ids.js";
 import { flatString, recordId } from "../core/ids.js";
 import { RecentMap } from "../core/recentMap.js";
+import { allDone, DONE } from "../core/done.js";
 import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
@@ -177,7 +178,9 @@ export class Archiver {
       else this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
       return { kind: "failed", error };
     } finally {
-      await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
+      // Bodies held in memory have nothing to release: no await then (most captures).
+      const disposed = allDone([ex.request.dispose(), ex.response.dispose()]);
+      if (disposed !== DONE) await disposed.catch(() => undefined);
     }
   }
 

@@ -115,8 +115,9 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       // Compression runs ahead of the queue (bounded, see groupEncoder.ts); the queue slot is
       // taken now, so groups land in call order and close() waits for every write called before it.
       const pending = encoder.start(group, () => series.warcinfoId);
-      // A held write compresses again on its turn if compressing failed (a full spool directory).
-      if (hold) pending.result = pending.result.catch((e: unknown) => (worthRetrying(e) ? uncompressed(group) : Promise.reject(e)));
+      // A held write compresses again on its turn if compressing failed (a full spool directory);
+      // one compressed at once (`ready`) did not fail.
+      if (hold && !pending.ready) pending.result = pending.result.catch((e: unknown) => (worthRetrying(e) ? uncompressed(group) : Promise.reject(e)));
       const written = queue.write(pending, append);
       if (entry) written.then(() => hold!.leave(entry), () => hold!.leave(entry));
       return written;
