@@ -185,7 +185,14 @@ export class Deduplicator {
     };
   }
 
-  async #lookup(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
+  #lookup(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
+    // One bucket looked up by digest (the default policy): the store's own answer, no async frame
+    // of ours around it.
+    if (p.policy === "digest" && p.buckets.length === 1) return this.#store.byDigest(p.buckets[0]!.name, key);
+    return this.#lookupEach(uri, key, p);
+  }
+
+  async #lookupEach(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
     for (const b of p.buckets) {
       const hit =
         p.policy === "digest"
