@@ -85,8 +85,15 @@ export class Deduplicator {
     // Nobody here is writing this payload: look it up at once, side by side with other captures
     // of it (with a shared store each lookup is a round trip; a queue would serialize them). Only
     // a miss queues, and then looks again.
-    const early = this.#inflight.has(k) ? null : await this.#lookup(uri, key, p).catch(() => null);
-    if (early) return this.#revisitOf(early, res);
+    if (!this.#inflight.has(k)) {
+      let early: DedupEntry | null = null;
+      try {
+        early = await this.#lookup(uri, key, p);
+      } catch {
+        // Not found, as far as this first look goes: the queued look below says.
+      }
+      if (early) return this.#revisitOf(early, res);
+    }
     const done = await this.#queueBehindWriters(k, p.inflightWaitMs);
     let claim: Claim | null = null;
     let hit: DedupEntry | null = null;
@@ -178,7 +185,14 @@ export class Deduplicator {
     };
   }
 
-  async #lookup(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
+  #lookup(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
+    // One bucket looked up by digest (the default policy): the store's own answer, no async frame
+    // of ours around it.
+    if (p.policy === "digest" && p.buckets.length === 1) return this.#store.byDigest(p.buckets[0]!.name, key);
+    return this.#lookupEach(uri, key, p);
+  }
+
+  async #lookupEach(uri: string, key: DigestKey, p: DedupPolicy): Promise<DedupEntry | null> {
     for (const b of p.buckets) {
       const hit =
         p.policy === "digest"

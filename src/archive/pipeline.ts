@@ -1,6 +1,7 @@
 import type { IdSource } from "../core/ids.js";
 import { flatString, recordId } from "../core/ids.js";
 import { RecentMap } from "../core/recentMap.js";
+import { allDone, DONE } from "../core/done.js";
 import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
@@ -92,6 +93,20 @@ export interface ArchiveStats {
 }
 
 /**
+ * A capture of a page in progress. Its promise is made only when something waits for it (a
+ * pushed resource of that page): most captures are never waited for.
+ */
+interface PageCapture {
+  done: Promise<void> | null;
+  release: (() => void) | null;
+}
+
+/** The promise that resolves once `w` is archived or abandoned. */
+function captured(w: PageCapture): Promise<void> {
+  return (w.done ??= new Promise<void>((r) => (w.release = r)));
+}
+
+/**
  * The one pipeline every capture takes: build the records, await the writer, and only then
  * report the capture as archived. Spools are released whatever happens.
  */
@@ -99,7 +114,7 @@ export class Archiver {
   readonly #o: ArchiverOptions;
   /** Recent page records per series (`series uri` → record), for linking associated resources. */
   readonly #pages = new RecentMap<string, { id: string; date: string; atMs: number }>(50_000);
-  readonly #pending = new Map<string, Array<Promise<void>>>();
+  readonly #pending = new Map<string, PageCapture[]>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
   /** Captures given up at shutdown and captures cut short by their spool (for the log and status). */
   readonly troubles: CaptureTroubles;
@@ -177,7 +192,9 @@ export class Archiver {
       else this.#o.log.error("capture-failed", { uri: ex.targetUri, code: error.code, error: error.message });
       return { kind: "failed", error };
     } finally {
-      await Promise.all([ex.request.dispose(), ex.response.dispose()]).catch(() => undefined);
+      // Bodies held in memory have nothing to release: no await then (most captures).
+      const disposed = allDone([ex.request.dispose(), ex.response.dispose()]);
+      if (disposed !== DONE) await disposed.catch(() => undefined);
     }
   }
 
@@ -201,26 +218,25 @@ export class Archiver {
    */
   expectPage(series: string, uri: string): () => void {
     const key = `${series} ${uri}`;
-    let release!: () => void;
-    const p = new Promise<void>((r) => (release = r));
+    const w: PageCapture = { done: null, release: null };
     const list = this.#pending.get(key) ?? [];
-    list.push(p);
+    list.push(w);
     this.#pending.set(key, list);
     return () => {
       const l = this.#pending.get(key);
       if (l) {
-        const i = l.indexOf(p);
+        const i = l.indexOf(w);
         if (i >= 0) l.splice(i, 1);
         if (l.length === 0) this.#pending.delete(key);
       }
-      release();
+      w.release?.();
     };
   }
 
   /** pageRecord, after waiting (at most `waitMs`) for captures of that page still in progress. */
   async awaitPageRecord(series: string, uri: string, windowMs: number, waitMs = 5000): Promise<{ id: string; date: string } | null> {
     const pending = this.#pending.get(`${series} ${uri}`);
-    if (pending?.length) await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, waitMs).unref())]);
+    if (pending?.length) await Promise.race([Promise.all(pending.map(captured)), new Promise((r) => setTimeout(r, waitMs).unref())]);
     return this.pageRecord(series, uri, windowMs);
   }
 

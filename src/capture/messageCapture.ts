@@ -5,6 +5,7 @@ import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread
 import { Spool, type SpoolOptions } from "./spool.js";
 import { type DigestAlgorithm, formatDigest, newHash } from "../warc/digest.js";
 import type { StreamSource } from "../warc/types.js";
+import { DONE } from "../core/done.js";
 import { ProxyError } from "../core/errors.js";
 
 export type Truncation = "length" | "time" | "disconnect" | "unspecified";
@@ -59,8 +60,6 @@ export interface CapturedMessage {
 
 type BodyMode = "none" | "length" | "chunked" | "close";
 
-/** One settled promise for the many "nothing to wait for" answers (fewer promises per exchange, #25). */
-const RESOLVED: Promise<void> = Promise.resolve();
 /** How far the spool's file must have grown before the digest worker is told again. */
 const DIGEST_PROGRESS_BYTES = 4 * 1024 * 1024;
 
@@ -302,7 +301,9 @@ export class MessageCapture {
     else if (!this.#complete) truncated = ended === "clean" && this.#mode === "close" ? null : ended === "clean" ? "disconnect" : ended;
     const framingError = this.#dechunker?.error ?? null;
     const spool = this.#spool;
-    if (spool) await spool.finish();
+    // A spool kept in memory is finished at once (DONE): nothing to wait for.
+    const finished = spool?.finish() ?? DONE;
+    if (finished !== DONE) await finished;
     // A spool that could not keep every byte (issue #26): the body is what it kept, as received.
     const spoolFailure = spool?.cut ?? null;
     // Bytes Node's parser refused (decisions.md §1) or a broken chunk framing are kept as received.
@@ -451,7 +452,7 @@ class Captured implements CapturedMessage {
   dispose(): Promise<void> {
     this.#disposed = true;
     this.#bodyInMemory = null;
-    return this.#spool ? this.#spool.dispose() : RESOLVED;
+    return this.#spool ? this.#spool.dispose() : DONE;
   }
 }
 

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
+import { DONE } from "../core/done.js";
 import { ProxyError } from "../core/errors.js";
 import type { StreamSource } from "../warc/types.js";
 
 const TMP = tmpdir();
-const RESOLVED: Promise<void> = Promise.resolve();
 
 export interface SpoolOptions {
   /** Bytes kept in memory before the spool moves to a temp file. */
@@ -102,7 +102,7 @@ export class Spool implements StreamSource {
 
   finish(): Promise<void> {
     if (this.#finished) return this.#finished;
-    if (!this.#file || this.#cut) return (this.#finished = RESOLVED);
+    if (!this.#file || this.#cut) return (this.#finished = DONE);
     this.#finished = new Promise<void>((resolve, reject) => {
       const file = this.#file!;
       if (this.#opts.keepOnFailure) {
@@ -145,7 +145,7 @@ export class Spool implements StreamSource {
   dispose(): Promise<void> {
     this.#chunks = [];
     // A spool that stayed in memory has nothing to wait for (most captures): no promise made.
-    return this.#path ? this.#disposeFile() : RESOLVED;
+    return this.#path ? this.#disposeFile() : DONE;
   }
 
   async #disposeFile(): Promise<void> {

@@ -65,8 +65,13 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
       f.onWaiting?.();
     },
   });
-  archiving.then(release, release);
-  const outcome = await archiving;
+  let settled: CaptureOutcome;
+  try {
+    settled = await archiving;
+  } finally {
+    release(); // here rather than in a reaction of its own: one promise less per exchange
+  }
+  const outcome = settled;
   const written = outcome.kind === "written";
   f.admitted.release({ written, revisit: written && outcome.revisit, wireBytes: response.rawHead.length + response.wireBodyLength });
   logCapture(ctx, f, ex, outcome);

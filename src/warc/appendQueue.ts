@@ -8,6 +8,7 @@
 /** A write's payload as it arrives: ready at once, or later. */
 export interface Pending<G> {
   ready: G | null;
+  /** Resolves with the payload (with `ready` itself when that is set). */
   result: Promise<G>;
   /** Called once the write's turn is over (landed, joined another's, or failed). */
   release(): void;
@@ -79,7 +80,7 @@ export class AppendQueue<G, R> {
     return this.#chain(async () => {
       try {
         if (w.batched) return await w.batched; // appended with an earlier write
-        const g = await payload.result;
+        const g = payload.ready ?? (await payload.result); // a ready payload is its result: no hop
         w.ready = null;
         this.#remove(w);
         return await append(g, (joins) => this.#takeFollowers(w.epoch, joins));

@@ -4,6 +4,7 @@
  * failed append is not the end: the same batch tries again until it lands, and every later write
  * waits behind it in the queue; a closing writer gives it up to `lost/` instead.
  */
+import { allDone, DONE } from "../core/done.js";
 import { ProxyError } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import { joinsBatch } from "./appendBatch.js";
@@ -56,7 +57,9 @@ export function appender(p: AppenderParts): Append<EncodedGroup, WrittenRecord[]
         }
       }
     } finally {
-      await Promise.all(groups.map(disposeGroup));
+      // Members held in memory have nothing to release: no await then (most batches).
+      const disposed = allDone(groups.map(disposeGroup));
+      if (disposed !== DONE) await disposed;
     }
   };
 }

@@ -4,6 +4,7 @@
  * never per group; `strict` also the directory once a new file is created, and the file after
  * every append, before write() resolves.
  */
+import { DONE } from "../core/done.js";
 import type { WarcFileHandle, WriterFs } from "./writerFs.js";
 
 export type DurabilityMode = "rollover" | "strict";
@@ -25,9 +26,9 @@ export class Durability {
     if (this.#strict) await this.#fs.syncDir(this.#dir);
   }
 
-  /** Groups were appended to the file; their write() has not resolved yet. */
-  async appended(fh: WarcFileHandle): Promise<void> {
-    if (this.#strict) await fh.sync();
+  /** Groups were appended to the file; their write() has not resolved yet. DONE: nothing to sync. */
+  appended(fh: WarcFileHandle): Promise<void> {
+    return this.#strict ? fh.sync() : DONE;
   }
 
   /** The file is about to be closed and renamed to its final name. */

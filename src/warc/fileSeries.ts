@@ -5,6 +5,7 @@
  * uncertain (left `.open` for start-up recovery).
  */
 import type { Clock } from "../core/clock.js";
+import { DONE } from "../core/done.js";
 import { recordId, type IdSource } from "../core/ids.js";
 import type { Logger } from "../core/log.js";
 import type { WarcVersion } from "./date.js";
@@ -57,6 +58,9 @@ export class WarcFileSeries {
   // Pre-drawn so a group can be compressed for the file that its arrival will open.
   #nextWarcinfoId: string;
   #idle: NodeJS.Timeout | null = null;
+  /** The file the idle timer is for, and its record count when last armed. */
+  #idleFile: OpenWarcFile | null = null;
+  #idleSeen = 0;
   readonly #filesWritten: string[] = [];
   #recordsWritten = 0;
   #bytesWritten = 0;
@@ -116,7 +120,8 @@ export class WarcFileSeries {
     try {
       written = await writeGroups(f, groups, this.#o.gzip);
       op = "fsync";
-      await this.#o.durability.appended(f.fh);
+      const synced = this.#o.durability.appended(f.fh);
+      if (synced !== DONE) await synced; // `rollover` durability: no fsync per append, no hop
     } catch (e) {
       const err = this.#o.failure.wrap(e, f.openPath, op);
       await this.#rollback(f, start, fresh, op === "fsync");
@@ -198,15 +203,23 @@ export class WarcFileSeries {
   }
 
   #armIdle(f: OpenWarcFile): void {
-    this.#clearIdle();
-    if (this.#o.idleRolloverMs <= 0) return;
-    const seen = f.records;
+    if (this.#o.idleRolloverMs <= 0) return this.#clearIdle();
+    this.#idleFile = f;
+    this.#idleSeen = f.records;
+    // Armed after every append: the running timer starts over rather than a new one per append.
+    if (this.#idle) {
+      this.#idle.refresh();
+      return;
+    }
     this.#idle = setTimeout(() => {
+      this.#idle = null;
+      const idleFile = this.#idleFile;
+      const seen = this.#idleSeen;
       // Through the queue, and only if nothing arrived meanwhile. A failure is already logged
       // and marked in state().failed by close().
       this.#o
         .schedule(async () => {
-          if (this.#current === f && f.records === seen) await this.close();
+          if (this.#current === idleFile && idleFile?.records === seen) await this.close();
         })
         .catch(() => {});
     }, this.#o.idleRolloverMs);
@@ -216,5 +229,6 @@ export class WarcFileSeries {
   #clearIdle(): void {
     if (this.#idle) clearTimeout(this.#idle);
     this.#idle = null;
+    this.#idleFile = null;
   }
 }

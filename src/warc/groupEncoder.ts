@@ -4,6 +4,7 @@
  * bounded number of slots, with a bound on the groups compressed and waiting for their append.
  */
 import { availableParallelism } from "node:os";
+import { allDone } from "../core/done.js";
 import { ProxyError, isProxyError } from "../core/errors.js";
 import type { Pending } from "./appendQueue.js";
 import type { WarcVersion } from "./date.js";
@@ -23,7 +24,8 @@ export interface EncodedGroup {
   size: number;
 }
 
-export const disposeGroup = (g: EncodedGroup) => Promise.all(g.records.map((r) => r.dispose()));
+/** Its records disposed; DONE when none had anything to release (members held in memory). */
+export const disposeGroup = (g: EncodedGroup): Promise<unknown> => allDone(g.records.map((r) => r.dispose()));
 
 /** Whether all its members are in memory (then it can go to the file in one pwritev(2) with others). */
 export const inMemory = (g: EncodedGroup) => g.records.every((r) => r.parts !== null);

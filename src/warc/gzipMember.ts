@@ -13,6 +13,7 @@ import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import { gzipMemberSync } from "./deflate.js";
 import { storedMemberParts, storedMemberSize, StoredMemberEncoder } from "./storedMember.js";
+import { DONE } from "../core/done.js";
 import { ProxyError, errorMessage, isProxyError } from "../core/errors.js";
 import { blockSize, partSize, RECORD_TRAILER } from "./serialize.js";
 import type { BlockPart, StreamSource } from "./types.js";
@@ -52,6 +53,9 @@ export interface EncodedRecord {
   /** Release the spool (temp file); idempotent. */
   dispose(): Promise<void>;
 }
+
+/** The dispose of a member with no spool: the shared settled promise, not a fresh one per record. */
+const disposeNothing = (): Promise<void> => DONE;
 
 export const GZIP_HEADER_BYTES = 10;
 export const SL_EXTRA_BYTES = 14;
@@ -155,7 +159,7 @@ export function encodeRecordSync(head: Uint8Array, block: BlockPart[], opts: Enc
     recordSize,
     parts: [bytes],
     writeTo: (out, position) => writeFully(out, bytes, position),
-    dispose: async () => {},
+    dispose: disposeNothing,
   };
 }
 
@@ -257,7 +261,7 @@ function storedRecord(record: Uint8Array[], recordSize: number, opts: EncodeOpti
   const [plainHeader, ...rest] = storedMemberParts(record);
   const { header, size } = withSkipLength(plainHeader as Buffer, storedMemberSize(recordSize), recordSize, opts);
   const parts = [header, ...rest];
-  return { size, recordSize, parts, writeTo: (out, position) => writevFully(out, parts, position), dispose: async () => {} };
+  return { size, recordSize, parts, writeTo: (out, position) => writevFully(out, parts, position), dispose: disposeNothing };
 }
 
 /**
@@ -280,7 +284,7 @@ function streamedStoredRecord(head: Uint8Array, block: BlockPart[], recordSize: 
       await w.add([enc.finish()]);
       await w.flush();
     },
-    dispose: async () => {},
+    dispose: disposeNothing,
   };
 }
 
@@ -379,7 +383,7 @@ function plainRecord(head: Uint8Array, block: BlockPart[], size: number): Encode
       for await (const c of recordBytes(head, block)) await w.add([c]);
       await w.flush();
     },
-    async dispose() {},
+    dispose: disposeNothing,
   };
 }
 

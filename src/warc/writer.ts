@@ -115,11 +115,19 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       // Compression runs ahead of the queue (bounded, see groupEncoder.ts); the queue slot is
       // taken now, so groups land in call order and close() waits for every write called before it.
       const pending = encoder.start(group, () => series.warcinfoId);
-      // A held write compresses again on its turn if compressing failed (a full spool directory).
-      if (hold) pending.result = pending.result.catch((e: unknown) => (worthRetrying(e) ? uncompressed(group) : Promise.reject(e)));
-      const written = queue.write(pending, append);
-      if (entry) written.then(() => hold!.leave(entry), () => hold!.leave(entry));
-      return written;
+      // A held write compresses again on its turn if compressing failed (a full spool directory);
+      // one compressed at once (`ready`) did not fail.
+      if (hold && !pending.ready) pending.result = pending.result.catch((e: unknown) => (worthRetrying(e) ? uncompressed(group) : Promise.reject(e)));
+      if (entry) {
+        // The write leaves the ledger when its turn is over (landed or failed for good), as the
+        // queue releases its payload: no reaction of its own on the write's promise.
+        const release = pending.release;
+        pending.release = () => {
+          release();
+          hold!.leave(entry);
+        };
+      }
+      return queue.write(pending, append);
     },
     rollover: () => queue.task(() => series.close()),
     // Through the queue, so it never races a write; a held write is its own probe.

@@ -12,6 +12,7 @@ import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { domainToASCII } from "node:url";
+import { DONE } from "../core/done.js";
 
 /** Heritrix fetch-status codes for captures that got no HTTP status (decisions.md §2). */
 export const FETCH_STATUS = {
@@ -345,7 +346,7 @@ export class CrawlLog {
       f.batch.lines.push(line);
       return f.batch.written;
     }
-    const batch = { lines: [line], written: Promise.resolve() };
+    const batch = { lines: [line], written: DONE }; // set below
     const file = f;
     const h = f.handle;
     const wait = this.coalesceMs;
