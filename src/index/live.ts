@@ -11,10 +11,10 @@
  * its POST/PUT request follows the same adjacency rule as the file reader, across groups too. If
  * anything goes wrong for a file, its index is rebuilt from the closed file instead.
  */
-import { write as writeFd } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
 import type { Readable } from "node:stream";
+import { appendWhole } from "../core/appendWhole.js";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import { parseHttpHead, type HttpHead } from "../warc/httpHead.js";
@@ -324,7 +324,7 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
               const text = f.backlog.join("");
               f.backlog = [];
               try {
-                if (f.journal) await appendText(f.journal, text);
+                if (f.journal) await appendWhole(f.journal, Buffer.from(text));
               } catch (e) {
                 if (f.journal) o.log.warn("cdx-journal-failed", { file: name, error: errorMessage(e) });
                 f.journal = null;
@@ -361,28 +361,6 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       o.onDropped?.(name);
     },
   };
-}
-
-/**
- * Write `text` at the handle's position, resumed after a short write, through fs's callback API:
- * ~5 µs less CPU a write than FileHandle.write's promise path.
- */
-function appendText(fh: FileHandle, text: string): Promise<void> {
-  const buf = Buffer.from(text);
-  return new Promise((resolve, reject) => {
-    const from = (offset: number) => {
-      try {
-        writeFd(fh.fd, buf, offset, buf.length - offset, null, (err, written) => {
-          if (err) reject(err);
-          else if (offset + written < buf.length) from(offset + written);
-          else resolve();
-        });
-      } catch (e) {
-        reject(e); // a closed handle's fd (-1) is refused at once
-      }
-    };
-    from(0);
-  });
 }
 
 async function* asAsync(lines: string[]): AsyncGenerator<string> {
