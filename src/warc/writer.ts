@@ -118,16 +118,9 @@ export function createWarcWriter(opts: WarcWriterOptions): WarcFileWriter {
       // A held write compresses again on its turn if compressing failed (a full spool directory);
       // one compressed at once (`ready`) did not fail.
       if (hold && !pending.ready) pending.result = pending.result.catch((e: unknown) => (worthRetrying(e) ? uncompressed(group) : Promise.reject(e)));
-      if (entry) {
-        // The write leaves the ledger when its turn is over (landed or failed for good), as the
-        // queue releases its payload: no reaction of its own on the write's promise.
-        const release = pending.release;
-        pending.release = () => {
-          release();
-          hold!.leave(entry);
-        };
-      }
-      return queue.write(pending, append);
+      const written = queue.write(pending, append);
+      if (entry) written.then(() => hold!.leave(entry), () => hold!.leave(entry));
+      return written;
     },
     rollover: () => queue.task(() => series.close()),
     // Through the queue, so it never races a write; a held write is its own probe.
