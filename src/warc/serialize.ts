@@ -36,21 +36,39 @@ export function blockSize(block: BlockPart[]): number {
 
 /** The fields in file order, WARC-Warcinfo-ID inserted, Content-Length appended. */
 export function headerFields(draft: RecordDraft, opts: SerializeOptions): Array<[string, string]> {
-  const fields: Array<[string, string]> = [];
-  // Where the type and id are, and where WARC-Warcinfo-ID goes.
+  return fieldsInOrder(draft, opts, placesOf(draft));
+}
+
+/** Where WARC-Type and WARC-Record-ID are in a draft's fields (-1: absent), and where WARC-Warcinfo-ID goes. */
+interface FieldPlaces {
+  typeAt: number;
+  idAt: number;
+  infoAt: number;
+}
+
+/** Every field of the draft checked (checkedField), and the places found on the way. */
+function placesOf(draft: RecordDraft): FieldPlaces {
+  const fields = draft.fields;
   let typeAt = -1;
   let idAt = -1;
   let infoAt = 0;
-  for (const [name, value] of draft.fields) {
-    const kind = checkedField(draft, name, value);
-    if (kind === KIND_TYPE && typeAt < 0) typeAt = fields.length;
-    if (kind === KIND_ID && idAt < 0) idAt = fields.length;
-    fields.push([name, value]);
-    if (kind !== KIND_OTHER) infoAt = fields.length;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const kind = checkedField(draft, f[0], f[1]);
+    if (kind === KIND_TYPE && typeAt < 0) typeAt = i;
+    if (kind === KIND_ID && idAt < 0) idAt = i;
+    if (kind !== KIND_OTHER) infoAt = i + 1;
   }
+  return { typeAt, idAt, infoAt };
+}
+
+/** headerFields, given the draft's places (its fields already checked). */
+function fieldsInOrder(draft: RecordDraft, opts: SerializeOptions, places: FieldPlaces): Array<[string, string]> {
+  const fields = draft.fields.map(([name, value]): [string, string] => [name, value]);
+  let { idAt, infoAt } = places;
   // Builders normally list WARC-Type and WARC-Record-ID; supply them when they do not, and
   // refuse a draft whose fields contradict its own type or id.
-  if (ensure(fields, draft, "WARC-Type", draft.type, typeAt, 0)) {
+  if (ensure(fields, draft, "WARC-Type", draft.type, places.typeAt, 0)) {
     infoAt++;
     if (idAt >= 0) idAt++;
   }
@@ -71,30 +89,22 @@ export function serializeHeader(draft: RecordDraft, opts: SerializeOptions): Buf
  * headerFields orders them. Same text either way.
  */
 function headerText(draft: RecordDraft, opts: SerializeOptions): string {
-  const fields = draft.fields;
-  let typeAt = -1;
-  let idAt = -1;
-  let infoAt = 0;
-  for (let i = 0; i < fields.length; i++) {
-    const f = fields[i]!;
-    const kind = checkedField(draft, f[0], f[1]);
-    if (kind === KIND_TYPE && typeAt < 0) typeAt = i;
-    if (kind === KIND_ID && idAt < 0) idAt = i;
-    if (kind !== KIND_OTHER) infoAt = i + 1;
-  }
+  const places = placesOf(draft);
   let s = `WARC/${opts.version}${CRLF}`;
-  if (typeAt < 0 || idAt < 0) {
-    for (const [n, v] of headerFields(draft, opts)) s += `${n}: ${v}${CRLF}`;
+  if (places.typeAt < 0 || places.idAt < 0) {
+    for (const [n, v] of fieldsInOrder(draft, opts, places)) s += `${n}: ${v}${CRLF}`;
     return s + CRLF;
   }
-  ensure(fields, draft, "WARC-Type", draft.type, typeAt, 0);
-  ensure(fields, draft, "WARC-Record-ID", draft.id, idAt, 1);
+  const fields = draft.fields;
+  // Both present: ensure only checks them against the draft's type and id (nothing is inserted).
+  ensure(fields, draft, "WARC-Type", draft.type, places.typeAt, 0);
+  ensure(fields, draft, "WARC-Record-ID", draft.id, places.idAt, 1);
   const warcinfoId = draft.type === "warcinfo" ? null : warcinfoIdOf(draft, opts);
   for (let i = 0; i < fields.length; i++) {
-    if (i === infoAt && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
+    if (i === places.infoAt && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
     s += `${fields[i]![0]}: ${fields[i]![1]}${CRLF}`;
   }
-  if (infoAt === fields.length && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
+  if (places.infoAt === fields.length && warcinfoId !== null) s += `WARC-Warcinfo-ID: ${warcinfoId}${CRLF}`;
   return `${s}Content-Length: ${blockSize(draft.block)}${CRLF}${CRLF}`;
 }
 
