@@ -2,6 +2,8 @@
  * WARC-Date strings from microseconds since the epoch. WARC/1.1: exactly 6 fraction digits;
  * WARC/1.0: whole seconds, fraction truncated (its grammar has none). See warc-records.md §1.
  */
+import { SecondText } from "../core/secondText.js";
+
 export type WarcVersion = "1.0" | "1.1";
 
 // The records of one capture share its instant: the last date made is kept (BigInt arithmetic
@@ -22,19 +24,12 @@ function formatDate(micros: bigint, version: WarcVersion): string {
   return `${seconds}.${frac}Z`;
 }
 
-// Captures of one second share its `YYYY-MM-DDTHH:mm:ss`: the last one made is kept (Date's
-// toISOString costs about 1 µs).
-let lastSecond: { second: number; text: string } = { second: NaN, text: "" };
-/** Date's range ends (±8.64e15 ms) inside a second: past it, toISOString throws, as it always did. */
-const MAX_DATE_MS = 8.64e15;
+/** `YYYY-MM-DDTHH:mm:ss` (UTC) of a second, kept for the captures of that second. */
+const isoSeconds = new SecondText((d) => d.toISOString().slice(0, 19)); // of YYYY-MM-DDTHH:mm:ss.sssZ
 
-/** `YYYY-MM-DDTHH:mm:ss` of the instant `ms` (UTC). */
+/** `YYYY-MM-DDTHH:mm:ss` of the instant `ms` (UTC); past Date's range, toISOString throws as it always did. */
 function wholeSeconds(ms: number): string {
-  const second = Math.floor(ms / 1000);
-  if (second === lastSecond.second && Math.abs(ms) <= MAX_DATE_MS) return lastSecond.text;
-  const text = new Date(ms).toISOString().slice(0, 19); // of YYYY-MM-DDTHH:mm:ss.sssZ
-  lastSecond = { second, text };
-  return text;
+  return isoSeconds.of(new Date(ms));
 }
 
 /** `yyyyMMddHHmmssSSS` (17 digits), UTC, as in file names and CDXJ timestamps. */

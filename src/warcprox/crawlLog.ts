@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { domainToASCII } from "node:url";
 import { appendWhole } from "../core/appendWhole.js";
 import { DONE } from "../core/done.js";
+import { SecondText } from "../core/secondText.js";
 
 /** Heritrix fetch-status codes for captures that got no HTTP status (decisions.md §2). */
 export const FETCH_STATUS = {
@@ -70,30 +71,6 @@ export interface CrawlLogEntry {
 
 const pad2 = (n: number) => String(n).padStart(2, "0");
 const pad3 = (n: number) => String(n).padStart(3, "0");
-
-/**
- * The text of the last whole second a format made: the lines of one second share it (seven
- * getUTC* calls and their padding cost more than the rest of a timestamp).
- */
-class SecondText {
-  #second = NaN;
-  #text = "";
-  readonly #format: (d: Date) => string;
-
-  constructor(format: (d: Date) => string) {
-    this.#format = format;
-  }
-
-  /** An invalid Date's second is NaN, never the last one: formatted every time, as before. */
-  of(d: Date): string {
-    const second = Math.floor(d.getTime() / 1000);
-    if (second !== this.#second) {
-      this.#text = this.#format(d);
-      this.#second = second;
-    }
-    return this.#text;
-  }
-}
 
 const logSeconds = new SecondText(
   (d) => `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}T${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`,
