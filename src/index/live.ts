@@ -13,22 +13,15 @@
  */
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
-import type { Readable } from "node:stream";
 import { appendWhole } from "../core/appendWhole.js";
 import { errorMessage } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
-import { parseHttpHead, type HttpHead } from "../warc/httpHead.js";
 import type { WarcRecord } from "../warc/warcRecord.js";
-import type { BlockPart, RecordDraft } from "../warc/types.js";
 import type { LandedRecord, WriterIndexHook } from "../warc/writer.js";
 import { buildEntry, computedPayloadDigest, formatCdxj, indexWarc, isIndexed, pairOf, postAppendFor, sortLines, type PostAppend } from "./cdxj.js";
 import { writeLinesToFile } from "./build.js";
+import { landedRecord } from "./landedRecord.js";
 
-const MIB = 1024 * 1024;
-/** As the file reader: blocks up to 8 MiB are kept whole (the head is looked for in the first 1 MiB), larger ones 256 KiB. */
-const KEEP_BLOCK = 8 * MIB;
-const MAX_HEAD = 1 * MIB;
-const PREFIX = 256 * 1024;
 /** Lines kept unsorted (sorted per query) before they are merged into the sorted ones. */
 const TAIL_MAX = 2048;
 /**
@@ -37,38 +30,6 @@ const TAIL_MAX = 2048;
  * the queue anyway: queries read memory, recovery rebuilds the index after a crash).
  */
 const JOURNAL_COALESCE_MS = 10;
-
-const partSize = (p: BlockPart): number => (p instanceof Uint8Array ? p.byteLength : p.size);
-
-async function* partsStream(parts: BlockPart[]): AsyncGenerator<Buffer> {
-  for (const p of parts) {
-    if (p instanceof Uint8Array) {
-      if (p.byteLength > 0) yield Buffer.from(p.buffer, p.byteOffset, p.byteLength);
-    } else if (p.size > 0) {
-      const s: Readable = p.createReadStream();
-      for await (const c of s) yield c as Buffer;
-    }
-  }
-}
-
-/** The first `n` bytes of a block (fewer if it is shorter). */
-async function blockHead(parts: BlockPart[], n: number): Promise<Buffer> {
-  const out: Buffer[] = [];
-  let got = 0;
-  for await (const c of partsStream(parts)) {
-    const take = Math.min(c.length, n - got);
-    out.push(c.subarray(0, take));
-    got += take;
-    if (got >= n) break;
-  }
-  return Buffer.concat(out);
-}
-
-/** A blank line (CRLF CRLF or LF LF) ends within the first `limit` bytes of `b`. */
-function hasHeadEnd(b: Uint8Array, limit: number): boolean {
-  const buf = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, limit));
-  return buf.indexOf("\r\n\r\n") >= 0 || buf.indexOf("\n\n") >= 0;
-}
 
 /**
  * A WarcRecord view of a landed draft, with what the entry builder needs worked out up front
@@ -83,12 +44,28 @@ export interface PreparedRecord {
   post: PostAppend | null;
 }
 
-export async function prepareLanded(l: LandedRecord, filename: string): Promise<PreparedRecord> {
-  const rec = await landedRecord(l.draft, l.offset, l.length, filename);
+/**
+ * The record ready for the entry builder; synchronous for nearly every record (its head in
+ * memory, its payload digest in its fields, not a POST or PUT), which spares the live index two
+ * async frames per record.
+ */
+export function prepareLanded(l: LandedRecord, filename: string): PreparedRecord | Promise<PreparedRecord> {
+  const r = landedRecord(l.draft, l.offset, l.length, filename);
+  return r instanceof Promise ? r.then(preparedFrom) : preparedFrom(r);
+}
+
+function preparedFrom(rec: WarcRecord): PreparedRecord | Promise<PreparedRecord> {
   const indexed = isIndexed(rec);
   // Parsed now, while the draft's block is surely there: the line may be built again later.
   if (indexed) rec.httpHead();
-  const digest = indexed ? rec.get("warc-payload-digest") || (await computedPayloadDigest(rec)) : null;
+  const given = indexed ? rec.get("warc-payload-digest") : null;
+  const mayPost = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix);
+  if ((!indexed || given) && !mayPost) return { rec, digest: indexed ? given : null, post: null };
+  return preparedSlowly(rec, indexed, given);
+}
+
+async function preparedSlowly(rec: WarcRecord, indexed: boolean, given: string | null): Promise<PreparedRecord> {
+  const digest = indexed ? given || (await computedPayloadDigest(rec)) : null;
   const post = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix) ? await postAppendFor(rec) : null;
   return { rec, digest, post };
 }
@@ -103,69 +80,6 @@ const PUT_ = Buffer.from("PUT ");
  */
 function mayBePostOrPut(block: Buffer): boolean {
   return block.subarray(0, 5).equals(POST_) || block.subarray(0, 4).equals(PUT_);
-}
-
-/** Printable ASCII, no space at either end: what the serialiser wrote is what a reader gets. */
-const READS_AS_IS = /^(?:[\x21-\x7e][\x20-\x7e]*)?[\x21-\x7e]$/;
-
-/** A field value as the reader sees it: the serialised UTF-8 decoded again, trimmed. */
-const asRead = (v: string): string => (READS_AS_IS.test(v) ? v : Buffer.from(v, "utf8").toString("utf8").trim());
-
-async function landedRecord(d: RecordDraft, offset: number, length: number, file: string): Promise<WarcRecord> {
-  // Values as the reader sees them: the serialised UTF-8 decoded again, trimmed. (The two fields
-  // the serializer adds, WARC-Warcinfo-ID and Content-Length, play no part in an index line.)
-  const headers = d.fields.map(([n, v]) => [n, asRead(v)] as const);
-  const lower = headers.map(([n]) => n.toLowerCase());
-  const get = (name: string): string | null => {
-    const i = lower.indexOf(name.toLowerCase());
-    return i < 0 ? null : headers[i]![1];
-  };
-  const getAll = (name: string): string[] => headers.filter((_, i) => lower[i] === name.toLowerCase()).map(([, v]) => v);
-  const size = d.block.reduce((n, p) => n + partSize(p), 0);
-  const prefixLen = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
-  const t = get("warc-target-uri");
-  const warcType = get("warc-type") ?? d.type;
-  const ct = get("content-type");
-  const httpish = (ct !== null && /^application\/http/i.test(ct)) || warcType === "response" || warcType === "request" || warcType === "revisit";
-  // Usually the HTTP head is the first part, whole: the head parser stops at the first blank
-  // line, so what follows cannot change its result and the spooled body is not read.
-  const first = d.block[0];
-  let prefix: Buffer;
-  if (!httpish || size === 0) prefix = Buffer.alloc(0); // only the HTTP head parser reads it
-  else if (first instanceof Uint8Array && (first.byteLength >= prefixLen || hasHeadEnd(first, prefixLen))) {
-    prefix = Buffer.from(first.buffer, first.byteOffset, Math.min(first.byteLength, prefixLen));
-  } else prefix = await blockHead(d.block, prefixLen);
-  let http: HttpHead | null | undefined;
-  const rec: WarcRecord = {
-    file,
-    offset,
-    length,
-    aligned: true,
-    version: "",
-    headers,
-    warcType,
-    contentLength: size,
-    targetUri: t !== null && t.startsWith("<") && t.endsWith(">") ? t.slice(1, -1) : t,
-    date: get("warc-date"),
-    recordId: get("warc-record-id") ?? d.id,
-    headerLength: 0,
-    trailerOk: true,
-    blockPrefix: prefix,
-    blockKept: false, // blockPrefix is only what the HTTP head parser needs
-    get,
-    getAll,
-    httpHead() {
-      if (http === undefined) http = httpish && size > 0 ? parseHttpHead(prefix) : null;
-      return http;
-    },
-    async readBlock() {
-      const parts: Buffer[] = [];
-      for await (const c of partsStream(d.block)) parts.push(c);
-      return Buffer.concat(parts);
-    },
-    blockStream: () => partsStream(d.block),
-  };
-  return rec;
 }
 
 /**
@@ -312,7 +226,10 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       if (!f || f.broken) return;
       try {
         const prepared: PreparedRecord[] = [];
-        for (const r of records) prepared.push(await prepareLanded(r, name));
+        for (const r of records) {
+          const p = prepareLanded(r, name);
+          prepared.push(p instanceof Promise ? await p : p);
+        }
         const added = f.lines.add(prepared);
         if (added.length && f.journal) {
           // Lines that come while a write waits or is in flight go together in the next one.
