@@ -3,7 +3,7 @@ import { Dechunker, DechunkStream } from "./dechunk.js";
 import { type ParsedHead, fieldValues, findHeadEnd, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
 import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread.js";
 import { Spool, type SpoolOptions } from "./spool.js";
-import { type DigestAlgorithm, formatDigest, newHash } from "../warc/digest.js";
+import { type DigestAlgorithm, digestBytes, formatDigest, newHash } from "../warc/digest.js";
 import type { StreamSource } from "../warc/types.js";
 import { DONE } from "../core/done.js";
 import { ProxyError } from "../core/errors.js";
@@ -182,7 +182,6 @@ export class MessageCapture {
   #startBody(head: ParsedHead, status: number): void {
     this.#head = head;
     this.#status = status;
-    this.#rawBlockHash = newHash(this.#o.digest).update(head.bytes);
     if (status === 101) {
       this.upgraded = true;
       this.#mode = "none";
@@ -191,7 +190,11 @@ export class MessageCapture {
     } else if (isChunked(head)) {
       this.#mode = "chunked";
       this.#dechunker = new Dechunker();
+      // Chunked bodies are hashed as they come, both as received and de-chunked (either may be
+      // stored); other bodies are hashed once they are whole (finalize).
+      this.#rawBlockHash = newHash(this.#o.digest).update(head.bytes);
       this.#rawBodyHash = newHash(this.#o.digest);
+      this.#entityHash = newHash(this.#o.digest);
       this.#entityBlockHash = newHash(this.#o.digest).update(rewriteHead(head, dechunkRenames(this.#o.lenient ?? false)));
     } else {
       const cl = fieldValues(head, "content-length");
@@ -212,7 +215,6 @@ export class MessageCapture {
     // Required<> makes a new SpoolOptions field a compile error here instead of a silent drop.
     const spool: Required<SpoolOptions> = { memoryBytes: this.#o.spool.memoryBytes, dir: this.#o.spool.dir ?? null, keepOnFailure: true };
     this.#spool = new Spool(spool);
-    this.#entityHash = newHash(this.#o.digest);
   }
 
   #feedBody(chunk: Buffer): void {
@@ -243,9 +245,6 @@ export class MessageCapture {
         this.#rawBodyHash!.update(data);
         this.#rawBlockHash!.update(data);
       } else {
-        // The block digest over a body kept in memory is taken when a record asks for it: a
-        // response recorded as a revisit never does (its block is the head alone).
-        if (!this.#offThread) this.#entityHash!.update(data);
         this.#entityLength += data.length;
       }
       this.#rawLength += data.length;
@@ -353,23 +352,28 @@ export class MessageCapture {
       const d = await this.#offThreadDigests(head.bytes, spool!);
       payload = formatDigest(alg, d.payload);
       if (!addedLength) blockDigest = d.block;
-    } else {
-      if (this.#entityHash) payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash).digest());
+    } else if (this.#dechunker) {
+      payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash!).digest());
       if (!dechunk && !addedLength) blockHash = this.#rawBlockHash!;
       else if (dechunk && trailers.length === 0) blockHash = this.#entityBlockHash!;
     }
-    // Not chunked and not off-thread: the raw block hash saw the head only; the body is in memory.
+    // Not chunked and not off-thread: the body, if any, is whole in memory. Its payload digest is
+    // taken here in one call; the block digest (head and body) when a record asks for it, which a
+    // response recorded as a revisit never does (its block is the head alone).
     let bodyInMemory: readonly Uint8Array[] | null = null;
-    if (blockHash === this.#rawBlockHash && !this.#dechunker && spool) {
-      bodyInMemory = spool.memory();
-      if (!bodyInMemory) blockHash = null; // not expected: read it back below rather than guess
+    if (!spoolFailure && !this.#offThread && !this.#dechunker) {
+      // (null is not expected: then the body is read back rather than guessed.)
+      const whole = spool ? spool.memory() : NO_BODY;
+      if (spool) payload = formatDigest(alg, whole ? digestBytes(alg, whole) : (await digestsOf(alg, head.bytes, body)).payload.digest());
+      // A stored head that gained a Content-Length is hashed with the body below.
+      bodyInMemory = addedLength ? null : whole;
     }
-    if (!blockHash && !blockDigest) {
+    if (!blockHash && !blockDigest && !bodyInMemory) {
       // Trailers or a Content-Length went into the stored head after the body was hashed: hash the block again.
       blockHash = newHash(alg).update(storedHead);
       if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
     }
-    const m = new Captured(alg, blockDigest ?? blockHash!, bodyInMemory, spool);
+    const m = new Captured(alg, blockDigest ?? blockHash, bodyInMemory, spool);
     m.rawHead = head.bytes;
     m.storedHead = storedHead;
     m.addedContentLength = addedLength;
@@ -422,12 +426,13 @@ class Captured implements CapturedMessage {
   firstByteMicros = 0n;
   headFields!: ParsedHead["fields"];
   readonly #alg: DigestAlgorithm;
-  #block: Hash | Buffer | string;
+  /** null: the stored head and the body in memory, hashed on first read. */
+  #block: Hash | Buffer | string | null;
   #bodyInMemory: readonly Uint8Array[] | null;
   readonly #spool: Spool | null;
   #disposed = false;
 
-  constructor(alg: DigestAlgorithm, block: Hash | Buffer, bodyInMemory: readonly Uint8Array[] | null, spool: Spool | null) {
+  constructor(alg: DigestAlgorithm, block: Hash | Buffer | null, bodyInMemory: readonly Uint8Array[] | null, spool: Spool | null) {
     this.#alg = alg;
     this.#block = block;
     this.#bodyInMemory = bodyInMemory;
@@ -439,11 +444,9 @@ class Captured implements CapturedMessage {
     if (typeof b === "string") return b;
     if (this.#disposed) throw new ProxyError("ERR_INTERNAL", "a block digest was asked for after its body was released");
     let bytes: Buffer;
-    if (Buffer.isBuffer(b)) bytes = b;
-    else {
-      for (const c of this.#bodyInMemory ?? []) b.update(c);
-      bytes = b.digest();
-    }
+    if (b === null) bytes = digestBytes(this.#alg, [this.storedHead, ...(this.#bodyInMemory ?? NO_BODY)]);
+    else if (Buffer.isBuffer(b)) bytes = b;
+    else bytes = b.digest();
     this.#bodyInMemory = null;
     this.#block = formatDigest(this.#alg, bytes);
     return this.#block;
@@ -455,6 +458,8 @@ class Captured implements CapturedMessage {
     return this.#spool ? this.#spool.dispose() : DONE;
   }
 }
+
+const NO_BODY: readonly Uint8Array[] = [];
 
 /** Block and payload hashes read back from a stored head and body. */
 async function digestsOf(alg: DigestAlgorithm, head: Buffer, body: StreamSource | null): Promise<{ block: Hash; payload: Hash }> {

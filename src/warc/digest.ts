@@ -34,9 +34,15 @@ export function newHash(alg: DigestAlgorithm): Hash {
 }
 
 export function digestOf(alg: DigestAlgorithm, ...parts: Uint8Array[]): string {
-  // One part (a revisit's head, a metadata block): hashed at once, no Hash object (~1.5 µs less).
-  if (parts.length === 1) return formatDigest(alg, hash(alg, parts[0]!, "buffer"));
+  return formatDigest(alg, digestBytes(alg, parts));
+}
+
+/** The digest of `parts` concatenated, as bytes. */
+export function digestBytes(alg: DigestAlgorithm, parts: readonly Uint8Array[]): Buffer {
+  // One part (a revisit's head, a small body, a metadata block): hashed at once, no Hash object
+  // (~1.5 µs less, and no native object for the GC to finalise).
+  if (parts.length === 1) return hash(alg, parts[0]!, "buffer") as unknown as Buffer;
   const h = createHash(alg);
   for (const p of parts) h.update(p);
-  return formatDigest(alg, h.digest());
+  return h.digest();
 }
