@@ -68,6 +68,34 @@ describe("block digest of a body in memory", () => {
     await mb.dispose();
   });
 
+  it("of a body in one chunk, of a request without a body, and of a request whose head gains a Content-Length", async () => {
+    const body = randomBytes(4000);
+    const head = Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
+    const one = capture();
+    one.feed(Buffer.concat([head, body]));
+    const m1 = (await one.finalize("dechunk", "clean"))!;
+    expect(m1.payloadDigest).toBe(sha1(body));
+    expect(m1.blockDigest).toBe(sha1(head, body));
+
+    const get = Buffer.from("GET /x HTTP/1.1\r\nhost: example.com\r\n\r\n");
+    const q = new MessageCapture({ kind: "request", digest: "sha1", spool: { memoryBytes: 1024, dir }, maxBodyBytes: 0, now: () => 0n });
+    q.feed(get);
+    const m2 = (await q.finalize("dechunk", "clean"))!;
+    expect(m2.payloadDigest).toBeNull();
+    expect(m2.blockDigest).toBe(sha1(get));
+
+    // An h2 request body framed by its DATA frames: the stored head gets `content-length: N`.
+    const post = Buffer.from("POST /y HTTP/1.1\r\nhost: example.com\r\n\r\n");
+    const form = Buffer.from("a=1&b=2");
+    const h2 = new MessageCapture({ kind: "request", digest: "sha1", spool: { memoryBytes: 1024, dir }, maxBodyBytes: 0, now: () => 0n, bodyUntilEnd: true });
+    h2.feed(Buffer.concat([post, form]));
+    const m3 = (await h2.finalize("dechunk", "clean"))!;
+    expect(m3.storedHead.toString()).toContain("content-length: 7");
+    expect(m3.payloadDigest).toBe(sha1(form));
+    expect(m3.blockDigest).toBe(sha1(m3.storedHead, form));
+    for (const m of [m1, m2, m3]) await m.dispose();
+  });
+
   it("cannot be asked for once the body was released, rather than covering the head alone", async () => {
     const body = randomBytes(2000);
     const head = Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
