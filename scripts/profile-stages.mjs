@@ -3,7 +3,11 @@
 //
 //   LATHE_BENCH_ONLY=lathe LATHE_BENCH_OUT=/tmp/p LATHE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" \
 //     node scripts/bench.mjs --scenarios http-small
-//   node scripts/profile-stages.mjs /tmp/p/CPU.*.cpuprofile EXCHANGES [CPU_US_PER_EXCHANGE]
+//   node scripts/profile-stages.mjs /tmp/p/CPU.*.cpuprofile EXCHANGES [CPU_US_PER_EXCHANGE] [--last=S]
+//
+// --last=S: only the last S seconds of work before the profile's final idle stretch (>= 1 s), i.e.
+// one row: let lathe idle for a second or two after the bench, then give the row's `durationS`
+// and `ok` (the c32 row is the one the bars score; the c1 row before it batches nothing).
 //
 // EXCHANGES: requests lathe served while profiled (the rows' `ok` plus their warm-ups). Each sample
 // goes to the nearest frame (leaf first) whose file belongs to a stage; generic runtime frames
@@ -12,7 +16,9 @@
 // V8 samples the main thread by wall clock: on a loaded machine the shares hold, the absolute µs do
 // not. Given CPU_US_PER_EXCHANGE (the bench's measured CPU, all threads), the shares are scaled to it.
 import fs from "node:fs";
-const [file, exchangesArg, cpuArg] = process.argv.slice(2);
+const flags = process.argv.slice(2).filter((a) => a.startsWith("--"));
+const [file, exchangesArg, cpuArg] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const lastS = Number(flags.find((f) => f.startsWith("--last="))?.slice(7) ?? 0);
 if (!file || !(Number(exchangesArg) > 0)) {
   console.error("usage: profile-stages.mjs PROFILE.cpuprofile EXCHANGES [CPU_US_PER_EXCHANGE]");
   process.exit(2);
@@ -62,6 +68,7 @@ const stageOf = (leafId) => {
   }
   return io ?? "other (native, no owner)";
 };
+if (lastS > 0) keepLastRow(lastS);
 const cnt = new Map(); for (let i = 0; i < p.samples.length; i++) cnt.set(p.samples[i], (cnt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
 const st = new Map(); let busy = 0; const leaves = new Map();
 for (const [id, t] of cnt) { const s = stageOf(id); const cf = byId.get(id).callFrame; const lk = s + "|" + (cf.functionName || "(anon)") + "@" + cf.url.replace(/^.*\/dist\//, ""); leaves.set(lk, (leaves.get(lk) ?? 0) + t); st.set(s, (st.get(s) ?? 0) + t); if (s !== "idle" && s !== "startup") busy += t; }
@@ -70,3 +77,22 @@ console.log(`profile ${file}; busy (not idle, not startup) ${(busy / 1e6).toFixe
 for (const [k, v] of [...st].sort((a, b) => b[1] - a[1])) if (k !== "idle" && k !== "startup") console.log(`${((v * scale) / exchanges).toFixed(1).padStart(7)} µs  ${(100 * v / busy).toFixed(1).padStart(5)}%  ${k}`);
 // STAGE="name": the top leaf functions of one stage.
 if (process.env.STAGE) for (const [k, v] of [...leaves].filter(([k]) => k.startsWith(process.env.STAGE + "|")).sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`   ${(v / exchanges).toFixed(1).padStart(7)} µs  ${k}`);
+
+/** Keep the samples of the last `seconds` of busy time before the last idle gap of >= 1 s. */
+function keepLastRow(seconds) {
+  let t = p.startTime;
+  const times = p.timeDeltas.map((d) => (t += d));
+  const idle = (i) => byId.get(p.samples[i]).callFrame.functionName === "(idle)";
+  let last = null;
+  let end = p.samples.length - 1;
+  for (let i = 0; i < p.samples.length; i++) {
+    if (idle(i)) continue;
+    if (last !== null && times[i] - times[last] > 1e6) end = last;
+    last = i;
+  }
+  let start = end;
+  while (start > 0 && times[start - 1] >= times[end] - seconds * 1e6) start--;
+  p.samples = p.samples.slice(start, end + 1);
+  p.timeDeltas = p.timeDeltas.slice(start, end + 1);
+  p.timeDeltas[0] = 0;
+}
