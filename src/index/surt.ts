@@ -16,7 +16,7 @@
  * src/url/; the steps that stay here are where Python `surt` differs from urlcanon (each says how).
  */
 import { fromBinary, lowerAscii, toBinary } from "../url/binary.js";
-import { dottedQuad, reversedLabels } from "../url/host.js";
+import { dottedQuad, joinReversedLabels } from "../url/host.js";
 import { GOOGLE_ESCAPES, percentDecodeRepeatedly, percentEncode } from "../url/percent.js";
 
 /** The key of `url`: `-` when there is none, the URL itself when the reference would fail. */
@@ -371,7 +371,7 @@ function format(u: Url): string {
   let s: string;
   if (u.host) {
     // A comma inside a label stays a comma (urlcanon's reverseHost makes it a dot).
-    s = reversedLabels(u.host).join(",") + (u.port !== null ? `:${u.port}` : "") + ")";
+    s = joinReversedLabels(u.host, ",") + (u.port !== null ? `:${u.port}` : "") + ")";
   } else {
     s = u.scheme + ":"; // no host: `dns:…`, `urn:…`, `mailto:…` keep their scheme
   }
