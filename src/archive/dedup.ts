@@ -24,14 +24,22 @@ export interface DedupDecision {
 
 const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript)\b|[^;]*\+(json|xml)\b)/i;
 
+/**
+ * The first field named `name` (lower case), matched without case. Only names of its length are
+ * lower-cased (every capture looks up its Content-Type here, and toLowerCase makes a string);
+ * names are read as latin1, whose lower-casing keeps the length.
+ */
 function header(fields: CapturedMessage["headFields"], name: string): string | undefined {
-  const n = name.toLowerCase();
-  return fields.find((f) => f.name.toLowerCase() === n)?.value;
+  for (const f of fields) if (f.name.length === name.length && f.name.toLowerCase() === name) return f.value;
+  return undefined;
 }
 
 function statusQualifies(status: number, statuses: string[]): boolean {
-  return statuses.some((s) => (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status));
+  for (const s of statuses) if (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status) return true;
+  return false;
 }
+
+const settled = (): void => undefined;
 
 /** RFC 9110 §8.8.3.2 weak comparison: W/ ignored, opaque tags byte-equal. */
 function weakEqual(a: string, b: string): boolean {
@@ -43,7 +51,7 @@ function etagList(v: string): string[] {
   return v.match(/(W\/)?"[^"]*"/g) ?? [];
 }
 
-const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: () => undefined };
+const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: settled };
 
 export class Deduplicator {
   readonly #store: DedupIndex;
@@ -113,7 +121,7 @@ export class Deduplicator {
       done();
       return this.#revisitOf(hit, res);
     }
-    const release = claim?.kind === "mine" ? claim.release : () => undefined;
+    const release = claim?.kind === "mine" ? claim.release : settled;
     return {
       revisit: null,
       bytesSaved: 0,
@@ -165,7 +173,7 @@ export class Deduplicator {
     if (!snm) return NONE;
     for (const b of p.buckets) this.#count(b.name).captures++;
     this.#count(snm.bucket).revisits++;
-    return { revisit: snm.of, bytesSaved: 0, settle: () => undefined };
+    return { revisit: snm.of, bytesSaved: 0, settle: settled };
   }
 
   #revisitOf(hit: DedupEntry, res: CapturedMessage): DedupDecision {
@@ -181,7 +189,7 @@ export class Deduplicator {
         payloadDigest: res.payloadDigest!,
       },
       bytesSaved: res.bodyLength,
-      settle: () => undefined,
+      settle: settled,
     };
   }
 
