@@ -176,6 +176,8 @@ class LandedWarcRecord implements WarcRecord {
     const want = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
     const first = this.#block[0];
     if (first instanceof Uint8Array && (first.byteLength >= want || hasHeadEnd(first, want))) {
+      // The part itself when it is a Buffer no longer than wanted (a head, usually): no new view.
+      if (first.byteLength <= want && Buffer.isBuffer(first)) return first;
       return Buffer.from(first.buffer, first.byteOffset, Math.min(first.byteLength, want));
     }
     return null;
