@@ -59,6 +59,12 @@ describe("fields", () => {
   it("timestamp: 14 digits of WARC-Date, fractions dropped", () => {
     expect(warcDateToTimestamp("2026-12-03T10:45:06.850113Z")).toBe("20261203104506");
     expect(warcDateToTimestamp("2014-03-25T12:23:41Z")).toBe("20140325122341");
+    expect(warcDateToTimestamp("2014-03-25T12:23:41")).toBe("20140325122341");
+    // Not the usual form: the digit groups, padded (a seventh seconds digit makes 412 seconds).
+    expect(warcDateToTimestamp("2014-03-25T12:23:412Z")).toBe("201403251223412");
+    expect(warcDateToTimestamp("2014-03-25 12:23:41Z")).toBe("20140325122341");
+    expect(warcDateToTimestamp("2014")).toBe("20140101000000");
+    expect(warcDateToTimestamp(null)).toBe("-");
   });
   it("mime: cut at `;` or whitespace; an empty header stays empty", () => {
     expect(mimeValue("text/html; charset=utf-8")).toBe("text/html");
