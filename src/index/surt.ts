@@ -80,10 +80,19 @@ function plainHttpKey(url: string): string | null {
   if (!named && !RE_CANONICAL_QUAD.test(host)) return null;
   let port: number | null = null;
   if (url.charCodeAt(i) === 0x3a) {
-    const m = /^[1-9][0-9]{0,4}/.exec(url.slice(i + 1, i + 7));
-    if (m === null || Number(m[0]) > 65535) return null;
-    port = Number(m[0]);
-    i += 1 + m[0].length;
+    // 1 to 5 digits, no leading zero (read here, not with a regex on a slice).
+    const first = url.charCodeAt(i + 1);
+    if (!(first >= 0x31 && first <= 0x39)) return null;
+    let p = first - 0x30;
+    let j = i + 2;
+    for (; j < i + 6 && j < n; j++) {
+      const c = url.charCodeAt(j);
+      if (c < 0x30 || c > 0x39) break;
+      p = p * 10 + (c - 0x30);
+    }
+    if (p > 65535) return null;
+    port = p;
+    i = j;
   }
   // The netloc ends at `/`, `?`, `#` or the end; `user@`, `[v6]`, `_`, `%`… are not plain.
   let query = -1;
