@@ -24,14 +24,22 @@ export interface DedupDecision {
 
 const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript)\b|[^;]*\+(json|xml)\b)/i;
 
+/**
+ * The first field named `name` (lower case), matched without case. Only names of its length are
+ * lower-cased (every capture looks up its Content-Type here, and toLowerCase makes a string);
+ * names are read as latin1, whose lower-casing keeps the length.
+ */
 function header(fields: CapturedMessage["headFields"], name: string): string | undefined {
-  const n = name.toLowerCase();
-  return fields.find((f) => f.name.toLowerCase() === n)?.value;
+  for (const f of fields) if (f.name.length === name.length && f.name.toLowerCase() === name) return f.value;
+  return undefined;
 }
 
 function statusQualifies(status: number, statuses: string[]): boolean {
-  return statuses.some((s) => (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status));
+  for (const s of statuses) if (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status) return true;
+  return false;
 }
+
+const settled = (): void => undefined;
 
 /** RFC 9110 §8.8.3.2 weak comparison: W/ ignored, opaque tags byte-equal. */
 function weakEqual(a: string, b: string): boolean {
@@ -43,7 +51,7 @@ function etagList(v: string): string[] {
   return v.match(/(W\/)?"[^"]*"/g) ?? [];
 }
 
-const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: () => undefined };
+const NONE: DedupDecision = { revisit: null, bytesSaved: 0, settle: settled };
 
 export class Deduplicator {
   readonly #store: DedupIndex;
@@ -80,7 +88,8 @@ export class Deduplicator {
     if (res.status === 304 && p.serverNotModified) return this.#decideNotModified(uri, req, res, p);
     const key = this.eligible(res, p);
     if (!key) return NONE;
-    const k = `${key.alg}:${key.bytes.toString("hex")}`;
+    // Only a key of #inflight, never shown: the bytes one char each (latin1) cost less than hex.
+    const k = `${key.alg}:${key.bytes.toString("latin1")}`;
     for (const b of p.buckets) this.#count(b.name).captures++;
     // Nobody here is writing this payload: look it up at once, side by side with other captures
     // of it (with a shared store each lookup is a round trip; a queue would serialize them). Only
@@ -113,7 +122,7 @@ export class Deduplicator {
       done();
       return this.#revisitOf(hit, res);
     }
-    const release = claim?.kind === "mine" ? claim.release : () => undefined;
+    const release = claim?.kind === "mine" ? claim.release : settled;
     return {
       revisit: null,
       bytesSaved: 0,
@@ -165,7 +174,7 @@ export class Deduplicator {
     if (!snm) return NONE;
     for (const b of p.buckets) this.#count(b.name).captures++;
     this.#count(snm.bucket).revisits++;
-    return { revisit: snm.of, bytesSaved: 0, settle: () => undefined };
+    return { revisit: snm.of, bytesSaved: 0, settle: settled };
   }
 
   #revisitOf(hit: DedupEntry, res: CapturedMessage): DedupDecision {
@@ -181,7 +190,7 @@ export class Deduplicator {
         payloadDigest: res.payloadDigest!,
       },
       bytesSaved: res.bodyLength,
-      settle: () => undefined,
+      settle: settled,
     };
   }
 

@@ -64,6 +64,12 @@ function fromBase32General(s: string): Buffer | null {
  * `sha-1:` spellings) into (algorithm, bytes); null when it is not one we can compare.
  */
 export function parseDigest(value: string): DigestKey | null {
+  // Lathe's own spelling, that of every capture: `sha1:` and 32 base32 characters (never hex,
+  // which is 40), decoded as below. Ending in a base32 character, it has nothing to trim.
+  if (value.length === 37 && value.startsWith("sha1:") && B32_VALUE[value.charCodeAt(36)]! >= 0) {
+    const bytes = fromBase32(value.slice(5));
+    return bytes && bytes.length === 20 ? { alg: "sha1", bytes } : null;
+  }
   const m = /^(sha-?1|sha-?256):(.+)$/i.exec(value.trim());
   if (!m) return null;
   const alg: DigestAlgorithm = m[1]!.toLowerCase().replace("-", "") === "sha1" ? "sha1" : "sha256";

@@ -58,6 +58,19 @@ const asRead = (v: string): string => (READS_AS_IS.test(v) ? v : Buffer.from(v, 
 
 const NO_PREFIX = Buffer.alloc(0);
 
+/** Field names seen, lower-cased: drafts use a few names, and toLowerCase makes a new string each call. */
+const LOWER_NAMES = new Map<string, string>();
+const LOWER_NAMES_MAX = 256;
+
+function lowerName(name: string): string {
+  let l = LOWER_NAMES.get(name);
+  if (l === undefined) {
+    l = name.toLowerCase();
+    if (LOWER_NAMES.size < LOWER_NAMES_MAX) LOWER_NAMES.set(name, l);
+  }
+  return l;
+}
+
 class LandedWarcRecord implements WarcRecord {
   readonly aligned = true;
   readonly version = "";
@@ -86,25 +99,42 @@ class LandedWarcRecord implements WarcRecord {
     readonly contentLength: number,
   ) {
     // (The two fields the serializer adds, WARC-Warcinfo-ID and Content-Length, play no part in
-    // an index line.)
-    const n = d.fields.length;
-    const headers = new Array<readonly [string, string]>(n);
+    // an index line.) The draft's own fields serve as the headers while every value reads as
+    // it was written (nearly always: nothing changes the fields once the draft is serialised);
+    // the fields the constructor needs are picked up in the same pass, the first of each name.
+    const fields = d.fields;
+    const n = fields.length;
+    let headers: Array<readonly [string, string]> = fields;
     const lower = new Array<string>(n);
+    let type: string | null = null;
+    let target: string | null = null;
+    let date: string | null = null;
+    let id: string | null = null;
+    let ct: string | null = null;
     for (let i = 0; i < n; i++) {
-      const [name, value] = d.fields[i]!;
-      headers[i] = [name, asRead(value)];
-      lower[i] = name.toLowerCase();
+      const f = fields[i]!;
+      const name = f[0];
+      const value = asRead(f[1]);
+      if (value !== f[1]) {
+        if (headers === fields) headers = fields.slice();
+        headers[i] = [name, value];
+      }
+      const l = lowerName(name);
+      lower[i] = l;
+      if (l === "warc-type") type ??= value;
+      else if (l === "warc-target-uri") target ??= value;
+      else if (l === "warc-date") date ??= value;
+      else if (l === "warc-record-id") id ??= value;
+      else if (l === "content-type") ct ??= value;
     }
     this.headers = headers;
     this.#lower = lower;
     this.#block = d.block;
-    const t = this.get("warc-target-uri");
-    this.warcType = this.get("warc-type") ?? d.type;
-    this.targetUri = t !== null && t.startsWith("<") && t.endsWith(">") ? t.slice(1, -1) : t;
-    this.date = this.get("warc-date");
-    this.recordId = this.get("warc-record-id") ?? d.id;
-    const ct = this.get("content-type");
-    const w = this.warcType;
+    const w = type ?? d.type;
+    this.warcType = w;
+    this.targetUri = target !== null && target.startsWith("<") && target.endsWith(">") ? target.slice(1, -1) : target;
+    this.date = date;
+    this.recordId = id ?? d.id;
     this.httpish = (ct !== null && /^application\/http/i.test(ct)) || w === "response" || w === "request" || w === "revisit";
   }
 
@@ -146,6 +176,8 @@ class LandedWarcRecord implements WarcRecord {
     const want = size <= KEEP_BLOCK ? Math.min(size, MAX_HEAD) : PREFIX;
     const first = this.#block[0];
     if (first instanceof Uint8Array && (first.byteLength >= want || hasHeadEnd(first, want))) {
+      // The part itself when it is a Buffer no longer than wanted (a head, usually): no new view.
+      if (first.byteLength <= want && Buffer.isBuffer(first)) return first;
       return Buffer.from(first.buffer, first.byteOffset, Math.min(first.byteLength, want));
     }
     return null;

@@ -16,7 +16,7 @@
  * src/url/; the steps that stay here are where Python `surt` differs from urlcanon (each says how).
  */
 import { fromBinary, lowerAscii, toBinary } from "../url/binary.js";
-import { dottedQuad, reversedLabels } from "../url/host.js";
+import { dottedQuad, joinReversedLabels } from "../url/host.js";
 import { GOOGLE_ESCAPES, percentDecodeRepeatedly, percentEncode } from "../url/percent.js";
 
 /** The key of `url`: `-` when there is none, the URL itself when the reference would fail. */
@@ -80,10 +80,19 @@ function plainHttpKey(url: string): string | null {
   if (!named && !RE_CANONICAL_QUAD.test(host)) return null;
   let port: number | null = null;
   if (url.charCodeAt(i) === 0x3a) {
-    const m = /^[1-9][0-9]{0,4}/.exec(url.slice(i + 1, i + 7));
-    if (m === null || Number(m[0]) > 65535) return null;
-    port = Number(m[0]);
-    i += 1 + m[0].length;
+    // 1 to 5 digits, no leading zero (read here, not with a regex on a slice).
+    const first = url.charCodeAt(i + 1);
+    if (!(first >= 0x31 && first <= 0x39)) return null;
+    let p = first - 0x30;
+    let j = i + 2;
+    for (; j < i + 6 && j < n; j++) {
+      const c = url.charCodeAt(j);
+      if (c < 0x30 || c > 0x39) break;
+      p = p * 10 + (c - 0x30);
+    }
+    if (p > 65535) return null;
+    port = p;
+    i = j;
   }
   // The netloc ends at `/`, `?`, `#` or the end; `user@`, `[v6]`, `_`, `%`… are not plain.
   let query = -1;
@@ -371,7 +380,7 @@ function format(u: Url): string {
   let s: string;
   if (u.host) {
     // A comma inside a label stays a comma (urlcanon's reverseHost makes it a dot).
-    s = reversedLabels(u.host).join(",") + (u.port !== null ? `:${u.port}` : "") + ")";
+    s = joinReversedLabels(u.host, ",") + (u.port !== null ? `:${u.port}` : "") + ")";
   } else {
     s = u.scheme + ":"; // no host: `dns:…`, `urn:…`, `mailto:…` keep their scheme
   }

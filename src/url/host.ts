@@ -14,3 +14,19 @@ export function dottedQuad(n: number): string {
 export function reversedLabels(host: string): string[] {
   return host.split(".").reverse();
 }
+
+/**
+ * `reversedLabels(host).join(sep)` without the array: a SURT key is built for every record the
+ * live index writes.
+ */
+export function joinReversedLabels(host: string, sep: string): string {
+  let out = "";
+  let end = host.length;
+  for (;;) {
+    const dot = end === 0 ? -1 : host.lastIndexOf(".", end - 1);
+    out += host.slice(dot + 1, end);
+    if (dot < 0) return out;
+    out += sep;
+    end = dot;
+  }
+}

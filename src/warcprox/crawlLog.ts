@@ -162,11 +162,9 @@ export function hopPathAndVia(url: string, referer: string | null | undefined, m
 }
 
 function annotations(e: CrawlLogEntry): string {
-  const a: string[] = [];
-  if (e.revisit) a.push("duplicate:digest");
-  if (e.truncated === "length") a.push("lenTrunc");
-  else if (e.truncated === "time") a.push("timeTrunc");
-  return a.length ? a.join(",") : "-";
+  const truncated = e.truncated === "length" ? "lenTrunc" : e.truncated === "time" ? "timeTrunc" : null;
+  if (e.revisit) return truncated === null ? "duplicate:digest" : `duplicate:digest,${truncated}`;
+  return truncated ?? "-";
 }
 
 /** A string JSON writes as it is, quoted: printable ASCII but `"` and `\\`. */
@@ -210,7 +208,12 @@ function fetchTiming(e: CrawlLogEntry): string {
 
 /** The line for one capture, without its `\n`. */
 export function formatCrawlLogLine(e: CrawlLogEntry): string {
-  const [hop, via] = hopPathAndVia(e.url, e.referer, e.metadata);
+  // Without metadata (most captures) the hop path is `-` and the via the referer, if any: no
+  // object, no pair.
+  let hop = "-";
+  let via: string;
+  if (e.metadata === null || e.metadata === undefined) via = field(e.referer);
+  else [hop, via] = hopPathAndVia(e.url, e.referer, e.metadata);
   const seed = e.metadata ? metaString(e.metadata.seed) : null;
   const size = e.size === null || e.size === undefined ? "-" : String(e.size);
   return (

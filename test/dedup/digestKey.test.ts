@@ -31,4 +31,18 @@ describe("parseDigest", () => {
     expect(parseDigest(`sha1:${odd}`)).toEqual({ alg: "sha1", bytes: sha1 });
     expect(parseDigest(`sha1:${"ı".repeat(16)}${"ſ".repeat(16)}`)).toEqual(parseDigest(plain));
   });
+
+  it("reads lathe's own 37-character spelling as any other: trimmed, ß upper-cased to SS, a line break refused", () => {
+    const b = b32.slice(0, 30);
+    // Trimmed first, then ß becomes SS: 32 characters, a valid digest.
+    expect(parseDigest(`sha1:${b}ß `)).toEqual(parseDigest(`sha1:${b}SS`));
+    expect(parseDigest(`sha1:${b}ß `)).not.toBeNull();
+    expect(parseDigest(`sha1:${b}ßA`)).toEqual(parseDigest(`sha1:${b}SSA`)); // 33 characters: the extra bits dropped
+    expect(parseDigest(`sha1:${b32.slice(0, 31)} `)).toBeNull();
+    expect(parseDigest(`sha1:${b32.slice(0, 31)}\u00a0`)).toBeNull();
+    expect(parseDigest(`sha1:${b32.slice(0, 16)}\n${b32.slice(17)}`)).toBeNull();
+    expect(parseDigest(`sha1:${b32.slice(0, 16)}\u2028${b32.slice(17)}`)).toBeNull();
+    expect(parseDigest(`sha1:${b32.slice(0, 28)}====`)).toBeNull();
+    expect(parseDigest(`sha1:${b32.slice(0, 31)}ſ`)).toEqual(parseDigest(`sha1:${b32.slice(0, 31)}S`));
+  });
 });

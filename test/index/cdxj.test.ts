@@ -38,6 +38,12 @@ describe("line format", () => {
     expect(post).toContain('"mime": "", "digest"');
     expect(post.endsWith(', "filename": "x.warc.gz", "requestBody": null, "method": "POST"}\n')).toBe(true);
   });
+  it("CDXJ: a line whose first members are missing starts its JSON at the first present one", () => {
+    const bare = { key: "-", timestamp: "-", length: "0", offset: "0", filename: "" };
+    expect(formatCdxj(bare)).toBe('- - {"length": "0", "offset": "0", "filename": ""}\n');
+    const put = formatCdxj({ ...bare, digest: "sha1:X", requestBody: "a=é", method: "PUT" });
+    expect(put).toBe('- - {"digest": "sha1:X", "length": "0", "offset": "0", "filename": "", "requestBody": "a=\\u00e9", "method": "PUT"}\n');
+  });
   it("CDX-11: digest without its algorithm, `-` for what is missing", () => {
     expect(formatCdx11(e)).toBe("com,example)/ 20261203105227 http://example.com/ text/html 200 AGQSEBJJDSVCPJ3XUTYD7ADE6QUYZTFW - - 636 871 x.warc.gz\n");
     expect(formatCdx11({ ...e, mime: undefined, status: undefined })).toContain(" http://example.com/ - - AGQS");
@@ -53,6 +59,12 @@ describe("fields", () => {
   it("timestamp: 14 digits of WARC-Date, fractions dropped", () => {
     expect(warcDateToTimestamp("2026-12-03T10:45:06.850113Z")).toBe("20261203104506");
     expect(warcDateToTimestamp("2014-03-25T12:23:41Z")).toBe("20140325122341");
+    expect(warcDateToTimestamp("2014-03-25T12:23:41")).toBe("20140325122341");
+    // Not the usual form: the digit groups, padded (a seventh seconds digit makes 412 seconds).
+    expect(warcDateToTimestamp("2014-03-25T12:23:412Z")).toBe("201403251223412");
+    expect(warcDateToTimestamp("2014-03-25 12:23:41Z")).toBe("20140325122341");
+    expect(warcDateToTimestamp("2014")).toBe("20140101000000");
+    expect(warcDateToTimestamp(null)).toBe("-");
   });
   it("mime: cut at `;` or whitespace; an empty header stays empty", () => {
     expect(mimeValue("text/html; charset=utf-8")).toBe("text/html");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dottedQuad, reversedLabels } from "../../src/url/host.js";
+import { dottedQuad, joinReversedLabels, reversedLabels } from "../../src/url/host.js";
 
 describe("dottedQuad", () => {
   it.each([
@@ -24,5 +24,9 @@ describe("reversedLabels (SURT host order)", () => {
     ["x,y.b.c", ["c", "b", "x,y"]], // commas are the caller's business
   ])("%j → %j", (host, labels) => {
     expect(reversedLabels(host)).toEqual(labels);
+  });
+
+  it.each(["www.example.com", "example.com", "localhost", "", ".", "..", ".a", "a.", "a..b", "example.com.", "x,y.b.c", "127.0.0.1"])("joinReversedLabels(%j) is the labels joined", (host) => {
+    expect(joinReversedLabels(host, ",")).toBe(reversedLabels(host).join(","));
   });
 });

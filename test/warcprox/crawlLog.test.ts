@@ -144,6 +144,18 @@ describe("crawl log lines (§6)", () => {
       "{}",
     ]);
     expect(formatCrawlLogLine({ ...base, truncated: "disconnect" }).split(/ +/).slice(-2)).toEqual(["-", "{}"]);
+    expect(formatCrawlLogLine({ ...base, revisit: true }).split(/ +/).slice(-2)).toEqual(["duplicate:digest", "{}"]);
+  });
+
+  it("without metadata: hop path `-`, via the referer as a field (encoded, `-` when empty), as with empty metadata", () => {
+    const base = { logTime, status: 200, size: 1, url: "http://example.com/" };
+    const hopVia = (line: string) => line.split(/ +/).slice(4, 6);
+    expect(hopVia(formatCrawlLogLine({ ...base, referer: "http://r/a b" }))).toEqual(["-", "http://r/a%20b"]);
+    expect(hopVia(formatCrawlLogLine({ ...base, referer: "" }))).toEqual(["-", "-"]);
+    expect(hopVia(formatCrawlLogLine({ ...base, metadata: null }))).toEqual(["-", "-"]);
+    for (const referer of ["http://r/a b", "", null]) {
+      expect(formatCrawlLogLine({ ...base, referer, metadata: null })).toBe(formatCrawlLogLine({ ...base, referer, metadata: {} }));
+    }
   });
 
   it("field helpers", () => {
