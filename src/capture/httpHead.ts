@@ -68,6 +68,15 @@ export function fieldValues(head: ParsedHead, name: string): string[] {
   return values;
 }
 
+/**
+ * The first value of a field (`lower`: its name in lower case), or undefined: one look, no
+ * array, no closure, and a name is lower-cased only when its length matches (#25).
+ */
+export function firstFieldValue(fields: readonly HeadField[], lower: string): string | undefined {
+  for (const f of fields) if (f.name.length === lower.length && f.name.toLowerCase() === lower) return f.value;
+  return undefined;
+}
+
 /** Status code of a response start line (`HTTP/1.1 200 OK`), or NaN. */
 export function statusOf(startLine: string): number {
   const m = /^HTTP\/\d\.\d (\d{3})/.exec(startLine);

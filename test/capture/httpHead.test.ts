@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldValues, findHeadEnd, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
+import { fieldValues, findHeadEnd, firstFieldValue, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
 
 const head = (s: string) => Buffer.from(s, "latin1");
 
@@ -48,5 +48,15 @@ describe("rewriteHead", () => {
     expect(out.toString("latin1")).toBe(
       "HTTP/1.1 200 OK\r\nX-Orig-Transfer-Encoding: chunked\r\nX: y\r\nX-Orig-Trailer-Expires: 0\r\nContent-Length: 5\r\n\r\n",
     );
+  });
+});
+
+describe("firstFieldValue", () => {
+  it("gives the first value of a field whatever its case, or undefined", () => {
+    const h = parseHead(head("GET / HTTP/1.1\r\nHost: a\r\nCONTENT-TYPE: text/html\r\ncontent-type: text/plain\r\nReferer:\r\n\r\n"));
+    expect(firstFieldValue(h.fields, "content-type")).toBe("text/html");
+    expect(firstFieldValue(h.fields, "referer")).toBe("");
+    expect(firstFieldValue(h.fields, "content-length")).toBeUndefined();
+    expect(firstFieldValue([], "host")).toBeUndefined();
   });
 });
