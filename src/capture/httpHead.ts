@@ -90,9 +90,11 @@ export function httpVersionToken(startLine: string): string {
 }
 
 export function isChunked(head: ParsedHead): boolean {
-  return fieldValues(head, "transfer-encoding").some((v) =>
-    v.split(",").some((c) => c.trim().toLowerCase() === "chunked"),
-  );
+  // One pass, no arrays or closures: most messages have no Transfer-Encoding at all (#25).
+  for (const f of head.fields) {
+    if (f.name.length === 17 && f.name.toLowerCase() === "transfer-encoding" && f.value.split(",").some((c) => c.trim().toLowerCase() === "chunked")) return true;
+  }
+  return false;
 }
 
 /**

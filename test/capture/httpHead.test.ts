@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldValues, findHeadEnd, firstFieldValue, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
+import { fieldValues, findHeadEnd, firstFieldValue, isChunked, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
 
 const head = (s: string) => Buffer.from(s, "latin1");
 
@@ -58,5 +58,20 @@ describe("firstFieldValue", () => {
     expect(firstFieldValue(h.fields, "referer")).toBe("");
     expect(firstFieldValue(h.fields, "content-length")).toBeUndefined();
     expect(firstFieldValue([], "host")).toBeUndefined();
+  });
+});
+
+describe("isChunked", () => {
+  const chunked = (fields: string) => isChunked(parseHead(head(`HTTP/1.1 200 OK\r\n${fields}\r\n`)));
+  it("finds chunked in any Transfer-Encoding field, whatever its case and spacing", () => {
+    expect(chunked("Transfer-Encoding: chunked\r\n")).toBe(true);
+    expect(chunked("transfer-encoding: gzip ,  Chunked \r\n")).toBe(true);
+    expect(chunked("Transfer-Encoding: gzip\r\nTRANSFER-ENCODING: chunked\r\n")).toBe(true);
+  });
+  it("is false without a chunked coding", () => {
+    expect(chunked("Content-Length: 5\r\n")).toBe(false);
+    expect(chunked("Transfer-Encoding: gzip\r\nX-Transfer-Encoding: chunked\r\n")).toBe(false);
+    expect(chunked("Transfer-Encoding: chunkedx\r\n")).toBe(false);
+    expect(chunked("")).toBe(false);
   });
 });
