@@ -6,7 +6,7 @@ import type { Logger } from "../core/log.js";
 import { ProxyError, errorMessage } from "../core/errors.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
 import type { SocketTap } from "../upstream/tap.js";
-import { httpVersionToken } from "../capture/httpHead.js";
+import { firstFieldValue, httpVersionToken } from "../capture/httpHead.js";
 import type { WarcVersion } from "../warc/date.js";
 import type { DigestAlgorithm } from "../warc/digest.js";
 import { buildExchangeMetadata, buildRequest, buildResponse, buildRevisit, buildTlsMetadata, type CaptureMeta, type RevisitOf } from "../warc/records.js";
@@ -96,9 +96,14 @@ export interface ArchiveStats {
  * A capture of a page in progress. Its promise is made only when something waits for it (a
  * pushed resource of that page): most captures are never waited for.
  */
-interface PageCapture {
-  done: Promise<void> | null;
-  release: (() => void) | null;
+class PageCapture {
+  done: Promise<void> | null = null;
+  release: (() => void) | null = null;
+
+  constructor(
+    readonly series: string,
+    readonly uri: string,
+  ) {}
 }
 
 /** The promise that resolves once `w` is archived or abandoned. */
@@ -114,7 +119,12 @@ export class Archiver {
   readonly #o: ArchiverOptions;
   /** Recent page records per series (`series uri` → record), for linking associated resources. */
   readonly #pages = new RecentMap<string, { id: string; date: string; atMs: number }>(50_000);
-  readonly #pending = new Map<string, PageCapture[]>();
+  /**
+   * Page captures in progress. A set rather than a map by page: marking and ending one (every
+   * exchange) is then an add and a delete, with no `series uri` key built and hashed (#25); the
+   * rare wait for a page looks through the captures in flight.
+   */
+  readonly #pending = new Set<PageCapture>();
   readonly stats: ArchiveStats = { captures: 0, revisits: 0, failed: 0, records: 0, bytesSaved: 0 };
   /** Captures given up at shutdown and captures cut short by their spool (for the log and status). */
   readonly troubles: CaptureTroubles;
@@ -133,7 +143,7 @@ export class Archiver {
   async archive(ex: CompletedExchange, o: { onWaiting?: () => void } = {}): Promise<CaptureOutcome> {
     const outcome = await this.#archive(ex, o.onWaiting);
     if (this.observers.size) {
-      const contentType = ex.response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value ?? null;
+      const contentType = firstFieldValue(ex.response.headFields, "content-type") ?? null;
       this.#tell({ kind: "capture", uri: ex.targetUri, method: ex.method, status: ex.response.status, contentType, series: ex.series, collection: ex.collection?.name ?? null, session: ex.session ?? null, outcome });
     }
     return outcome;
@@ -217,26 +227,20 @@ export class Archiver {
    * Returns the function to call once the capture is archived or abandoned.
    */
   expectPage(series: string, uri: string): () => void {
-    const key = `${series} ${uri}`;
-    const w: PageCapture = { done: null, release: null };
-    const list = this.#pending.get(key) ?? [];
-    list.push(w);
-    this.#pending.set(key, list);
+    const w = new PageCapture(series, uri);
+    this.#pending.add(w);
     return () => {
-      const l = this.#pending.get(key);
-      if (l) {
-        const i = l.indexOf(w);
-        if (i >= 0) l.splice(i, 1);
-        if (l.length === 0) this.#pending.delete(key);
-      }
+      this.#pending.delete(w);
       w.release?.();
     };
   }
 
   /** pageRecord, after waiting (at most `waitMs`) for captures of that page still in progress. */
   async awaitPageRecord(series: string, uri: string, windowMs: number, waitMs = 5000): Promise<{ id: string; date: string } | null> {
-    const pending = this.#pending.get(`${series} ${uri}`);
-    if (pending?.length) await Promise.race([Promise.all(pending.map(captured)), new Promise((r) => setTimeout(r, waitMs).unref())]);
+    const key = `${series} ${uri}`;
+    const pending: PageCapture[] = [];
+    for (const w of this.#pending) if (`${w.series} ${w.uri}` === key) pending.push(w);
+    if (pending.length) await Promise.race([Promise.all(pending.map(captured)), new Promise((r) => setTimeout(r, waitMs).unref())]);
     return this.pageRecord(series, uri, windowMs);
   }
 

@@ -68,6 +68,15 @@ export function fieldValues(head: ParsedHead, name: string): string[] {
   return values;
 }
 
+/**
+ * The first value of a field (`lower`: its name in lower case), or undefined: one look, no
+ * array, no closure, and a name is lower-cased only when its length matches (#25).
+ */
+export function firstFieldValue(fields: readonly HeadField[], lower: string): string | undefined {
+  for (const f of fields) if (f.name.length === lower.length && f.name.toLowerCase() === lower) return f.value;
+  return undefined;
+}
+
 /** Status code of a response start line (`HTTP/1.1 200 OK`), or NaN. */
 export function statusOf(startLine: string): number {
   const m = /^HTTP\/\d\.\d (\d{3})/.exec(startLine);
@@ -81,9 +90,11 @@ export function httpVersionToken(startLine: string): string {
 }
 
 export function isChunked(head: ParsedHead): boolean {
-  return fieldValues(head, "transfer-encoding").some((v) =>
-    v.split(",").some((c) => c.trim().toLowerCase() === "chunked"),
-  );
+  // One pass, no arrays or closures: most messages have no Transfer-Encoding at all (#25).
+  for (const f of head.fields) {
+    if (f.name.length === 17 && f.name.toLowerCase() === "transfer-encoding" && f.value.split(",").some((c) => c.trim().toLowerCase() === "chunked")) return true;
+  }
+  return false;
 }
 
 /**

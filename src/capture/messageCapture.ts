@@ -1,6 +1,6 @@
 import type { Hash } from "node:crypto";
 import { Dechunker, DechunkStream } from "./dechunk.js";
-import { type ParsedHead, fieldValues, findHeadEnd, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
+import { type ParsedHead, findHeadEnd, firstFieldValue, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
 import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread.js";
 import { Spool, type SpoolOptions } from "./spool.js";
 import { type DigestAlgorithm, digestBytes, formatDigest, newHash } from "../warc/digest.js";
@@ -197,10 +197,10 @@ export class MessageCapture {
       this.#entityHash = newHash(this.#o.digest);
       this.#entityBlockHash = newHash(this.#o.digest).update(rewriteHead(head, dechunkRenames(this.#o.lenient ?? false)));
     } else {
-      const cl = fieldValues(head, "content-length");
-      if (cl.length > 0 && /^\d+$/.test(cl[0]!)) {
+      const cl = firstFieldValue(head.fields, "content-length");
+      if (cl !== undefined && /^\d+$/.test(cl)) {
         this.#mode = "length";
-        this.#remaining = Number(cl[0]);
+        this.#remaining = Number(cl);
       } else if (this.#o.kind === "request") {
         this.#mode = this.#o.bodyUntilEnd ? "close" : "none";
       } else {

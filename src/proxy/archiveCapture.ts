@@ -2,6 +2,7 @@
  * The end of an exchange: both messages finalized and handed to the archive pipeline; once it
  * answers, the limits are settled, the crawl log gets its line and the counters their counts.
  */
+import { firstFieldValue } from "../capture/httpHead.js";
 import type { CapturedMessage, Truncation } from "../capture/messageCapture.js";
 import type { CaptureOutcome, CompletedExchange } from "../archive/pipeline.js";
 import type { Admitted } from "../warcprox/limits.js";
@@ -37,7 +38,8 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
   }
   const { request, response } = messages;
   const { policy } = f;
-  const skip = skipReason(policy, response);
+  const contentType = firstFieldValue(response.headFields, "content-type");
+  const skip = skipReason(policy, contentType);
   const ex: CompletedExchange = {
     targetUri: f.uri,
     method: f.method,
@@ -53,10 +55,12 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
     dedupOk: policy.dedupOk,
     session: policy.session?.id,
     clientProtocol: f.clientProtocol,
-    ...(f.caps.h2 ? { upstreamProtocol: "h2" as const } : {}),
-    ...(f.caps.extras ? { extras: f.caps.extras } : {}),
-    ...(skip ? { skip } : {}),
   };
+  // Assigned, not spread into the literal: each spread was a runtime call and an object (#25).
+  // The same keys in the same order when present.
+  if (f.caps.h2) ex.upstreamProtocol = "h2";
+  if (f.caps.extras) ex.extras = f.caps.extras;
+  if (skip) ex.skip = skip;
   const release = chargeBacklog(ctx.archiver, response.rawHead.length + response.wireBodyLength + request.rawHead.length + request.wireBodyLength);
   // A capture waiting for its writer leaves the back-pressure count (the retry bounds count it).
   const archiving = ctx.archiver.archive(ex, {
@@ -74,7 +78,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
   const outcome = settled;
   const written = outcome.kind === "written";
   f.admitted.release({ written, revisit: written && outcome.revisit, wireBytes: response.rawHead.length + response.wireBodyLength });
-  logCapture(ctx, f, ex, outcome);
+  logCapture(ctx, f, ex, outcome, contentType);
   countOutcome(ctx, policy, outcome);
   return written;
 }
@@ -96,21 +100,20 @@ async function finalizeBoth(ctx: ProxyContext, f: Finished): Promise<{ request: 
 }
 
 /** The crawl log line of an archived (or failed-to-archive) capture. */
-function logCapture(ctx: ProxyContext, f: Finished, ex: CompletedExchange, outcome: CaptureOutcome): void {
+function logCapture(ctx: ProxyContext, f: Finished, ex: CompletedExchange, outcome: CaptureOutcome, contentType: string | undefined): void {
   const { request, response } = ex;
   const { policy } = f;
   const written = outcome.kind === "written";
   const first = written ? outcome.records[0] : undefined;
-  const header = (m: CapturedMessage, n: string) => m.headFields.find((h) => h.name.toLowerCase() === n)?.value ?? null;
   void ctx.crawlLog
     ?.append(
       {
         status: response.status,
         size: response.wireBodyLength,
         url: f.uri,
-        referer: header(request, "referer"),
+        referer: firstFieldValue(request.headFields, "referer") ?? null,
         metadata: policy.meta?.metadata ?? null,
-        contentType: header(response, "content-type"),
+        contentType: contentType ?? null,
         fetchStart: new Date(Number(ex.dateMicros / 1000n)),
         fetchEnd: new Date(Number(ex.endedMicros / 1000n)),
         digest: response.payloadDigest,
@@ -142,9 +145,8 @@ export function countOutcome(ctx: ProxyContext, policy: RequestPolicy, outcome: 
   }
 }
 
-function skipReason(policy: RequestPolicy, response: CapturedMessage): string | null {
+function skipReason(policy: RequestPolicy, ct: string | undefined): string | null {
   if (policy.noArchive) return 'Warcprox-Meta warc-prefix "-"';
-  const ct = response.headFields.find((f) => f.name.toLowerCase() === "content-type")?.value;
   if (filteredOut(policy.mimeTypeFilters, ct)) return `mime-type-filters (${ct ?? "no Content-Type"})`;
   return null;
 }

@@ -3,7 +3,7 @@
  * the bytes as they went over the wire (HTTP/1.1: the socket tap), and what the leg learns of
  * the connection they used.
  */
-import { MessageCapture } from "../capture/messageCapture.js";
+import { MessageCapture, type MessageCaptureOptions } from "../capture/messageCapture.js";
 import type { SocketTap } from "../upstream/tap.js";
 import type { ProxyContext } from "./context.js";
 
@@ -29,10 +29,11 @@ export interface Captures {
  */
 export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: boolean }): Captures {
   const { capture, warc } = ctx.config;
+  // One clock closure and one spool settings object for both messages (#25).
   const now = () => ctx.clock.nowMicros();
   const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
   return {
-    request: requestCapture(ctx),
+    request: newRequestCapture(ctx, spool, now, false),
     response: new MessageCapture({
       kind: "response",
       digest: warc.digest,
@@ -49,9 +50,14 @@ export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: 
 
 /** The request's capture; `bodyUntilEnd`: its body has no Content-Length (an h2 stream's). */
 export function requestCapture(ctx: ProxyContext, o: { bodyUntilEnd?: boolean } = {}): MessageCapture {
-  const { capture, warc } = ctx.config;
+  const { capture } = ctx.config;
   const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
-  return new MessageCapture({ kind: "request", digest: warc.digest, spool, maxBodyBytes: 0, now: () => ctx.clock.nowMicros(), ...o });
+  return newRequestCapture(ctx, spool, () => ctx.clock.nowMicros(), o.bodyUntilEnd === true);
+}
+
+function newRequestCapture(ctx: ProxyContext, spool: MessageCaptureOptions["spool"], now: () => bigint, bodyUntilEnd: boolean): MessageCapture {
+  // Spelled out, not `{ ...o }` at the end of the literal: a spread is a runtime call (#25).
+  return new MessageCapture({ kind: "request", digest: ctx.config.warc.digest, spool, maxBodyBytes: 0, now, bodyUntilEnd });
 }
 
 /** Drop both captures (nothing of this attempt is recorded). */

@@ -18,18 +18,55 @@ const HOP_BY_HOP = new Set([
 /** Headers lathe consumes itself and never forwards or records. */
 const LATHE_OWN = new Set(["warcprox-meta"]);
 
-function connectionTokens(raw: string[]): Set<string> {
-  const tokens = new Set<string>();
+/** What connectionTokens returns when no token needs dropping (most messages): nothing allocated. */
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
+/**
+ * The field names a message's Connection / Proxy-Connection fields list, lower-cased, except the
+ * hop-by-hop names dropped anyway: the usual `Connection: keep-alive` then costs no Set (#25).
+ */
+function connectionTokens(raw: string[]): ReadonlySet<string> {
+  let tokens: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     // Lengths first: lower-casing every name of every message is a runtime call each (#25).
     if (name.length !== 10 && name.length !== 16) continue;
     const n = name.toLowerCase();
-    if (n === "connection" || n === "proxy-connection") {
-      for (const t of raw[i + 1]!.split(",")) tokens.add(t.trim().toLowerCase());
-    }
+    if (n !== "connection" && n !== "proxy-connection") continue;
+    const value = raw[i + 1]!;
+    // One token (the usual case) needs no split.
+    if (!value.includes(",")) tokens = withToken(tokens, value);
+    else for (const t of value.split(",")) tokens = withToken(tokens, t);
   }
-  return tokens;
+  return tokens ?? NO_TOKENS;
+}
+
+function withToken(tokens: Set<string> | null, raw: string): Set<string> | null {
+  const token = raw.trim().toLowerCase();
+  if (HOP_BY_HOP.has(token)) return tokens;
+  return (tokens ?? new Set<string>()).add(token);
+}
+
+/** Bit `n` set for each length `n` of `names` (all shorter than 32). */
+function lengthMask(names: Iterable<string>): number {
+  let mask = 0;
+  for (const n of names) mask |= 1 << n.length;
+  return mask;
+}
+
+/** Lengths of the request field names forwardRequestHeaders drops or looks at. */
+const REQUEST_SPECIAL_LENGTHS = lengthMask([...HOP_BY_HOP, ...LATHE_OWN, "host", "transfer-encoding", "content-length"]);
+
+/** Lengths of the names a response loses whatever its Connection field says. */
+const RESPONSE_DROPPED_LENGTHS = lengthMask([...HOP_BY_HOP, "transfer-encoding", ...LATHE_OWN]);
+
+/**
+ * Whether `name` must be lower-cased to be judged: a name as long as none of the `mask` names
+ * (and no Connection token to match) is kept as it is. Lower-casing each name of each message was
+ * a runtime call and a new string each (#25).
+ */
+function needsLook(name: string, mask: number, named: ReadonlySet<string>): boolean {
+  return named.size > 0 || (name.length < 32 && ((mask >>> name.length) & 1) === 1);
 }
 
 export interface ForwardOptions {
@@ -62,7 +99,7 @@ export const H2_CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "prox
  * A raw `[name, value, …]` list as the object Node's http2 and `writeEarlyHints` take: names
  * lower-cased, a repeated name's values in an array in order, names in `skip` left out.
  */
-export function fieldsObject(raw: string[], skip: ReadonlySet<string> = new Set()): Record<string, string | string[]> {
+export function fieldsObject(raw: string[], skip: ReadonlySet<string> = NO_TOKENS): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -82,6 +119,10 @@ export function forwardRequestHeaders(raw: string[], o: ForwardOptions): string[
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
+    if (!needsLook(name, REQUEST_SPECIAL_LENGTHS, named)) {
+      out.push(name, value);
+      continue;
+    }
     const lower = name.toLowerCase();
     if (LATHE_OWN.has(lower)) continue;
     if (o.upgrade && (lower === "upgrade" || lower === "connection")) {
@@ -113,11 +154,15 @@ export function forwardResponseHeaders(raw: string[]): string[] {
   const named = connectionTokens(raw);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i]!.toLowerCase();
-    // Transfer-Encoding goes too: Node frames the body toward the client itself. An origin's
-    // own Warcprox-Meta is kept in the WARC but never reaches the crawler (it could forge a 420).
-    if (HOP_BY_HOP.has(lower) || lower === "transfer-encoding" || named.has(lower) || LATHE_OWN.has(lower)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    if (needsLook(name, RESPONSE_DROPPED_LENGTHS, named) && droppedFromResponse(name.toLowerCase(), named)) continue;
+    out.push(name, raw[i + 1]!);
   }
   return out;
+}
+
+function droppedFromResponse(lower: string, named: ReadonlySet<string>): boolean {
+  // Transfer-Encoding goes too: Node frames the body toward the client itself. An origin's
+  // own Warcprox-Meta is kept in the WARC but never reaches the crawler (it could forge a 420).
+  return HOP_BY_HOP.has(lower) || lower === "transfer-encoding" || named.has(lower) || LATHE_OWN.has(lower);
 }

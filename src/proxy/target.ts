@@ -32,11 +32,21 @@ export function authorityOf(t: Pick<Target, "scheme" | "host" | "port">): string
   return t.port === defaultPort(t.scheme) ? h : `${h}:${t.port}`;
 }
 
+/** Space, controls and non-ASCII are percent-encoded in a WARC-Target-URI. */
+function mustEncode(c: number): boolean {
+  return c <= 0x20 || c >= 0x7f;
+}
+
 function encodePath(path: string): string {
-  let out = "";
-  for (let i = 0; i < path.length; i++) {
+  // Most paths need nothing encoded: they are returned as they are instead of being rebuilt one
+  // character at a time (twice per exchange; #25).
+  let clean = 0;
+  while (clean < path.length && !mustEncode(path.charCodeAt(clean))) clean++;
+  if (clean === path.length) return path;
+  let out = path.slice(0, clean);
+  for (let i = clean; i < path.length; i++) {
     const c = path.charCodeAt(i);
-    if (c <= 0x20 || c >= 0x7f) {
+    if (mustEncode(c)) {
       const bytes = c > 0xff ? Buffer.from(path[i]!, "utf8") : Buffer.from([c]);
       for (const b of bytes) out += "%" + b.toString(16).toUpperCase().padStart(2, "0");
     } else {

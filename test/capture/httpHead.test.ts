@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldValues, findHeadEnd, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
+import { fieldValues, findHeadEnd, firstFieldValue, isChunked, parseHead, rewriteHead } from "../../src/capture/httpHead.js";
 
 const head = (s: string) => Buffer.from(s, "latin1");
 
@@ -48,5 +48,30 @@ describe("rewriteHead", () => {
     expect(out.toString("latin1")).toBe(
       "HTTP/1.1 200 OK\r\nX-Orig-Transfer-Encoding: chunked\r\nX: y\r\nX-Orig-Trailer-Expires: 0\r\nContent-Length: 5\r\n\r\n",
     );
+  });
+});
+
+describe("firstFieldValue", () => {
+  it("gives the first value of a field whatever its case, or undefined", () => {
+    const h = parseHead(head("GET / HTTP/1.1\r\nHost: a\r\nCONTENT-TYPE: text/html\r\ncontent-type: text/plain\r\nReferer:\r\n\r\n"));
+    expect(firstFieldValue(h.fields, "content-type")).toBe("text/html");
+    expect(firstFieldValue(h.fields, "referer")).toBe("");
+    expect(firstFieldValue(h.fields, "content-length")).toBeUndefined();
+    expect(firstFieldValue([], "host")).toBeUndefined();
+  });
+});
+
+describe("isChunked", () => {
+  const chunked = (fields: string) => isChunked(parseHead(head(`HTTP/1.1 200 OK\r\n${fields}\r\n`)));
+  it("finds chunked in any Transfer-Encoding field, whatever its case and spacing", () => {
+    expect(chunked("Transfer-Encoding: chunked\r\n")).toBe(true);
+    expect(chunked("transfer-encoding: gzip ,  Chunked \r\n")).toBe(true);
+    expect(chunked("Transfer-Encoding: gzip\r\nTRANSFER-ENCODING: chunked\r\n")).toBe(true);
+  });
+  it("is false without a chunked coding", () => {
+    expect(chunked("Content-Length: 5\r\n")).toBe(false);
+    expect(chunked("Transfer-Encoding: gzip\r\nX-Transfer-Encoding: chunked\r\n")).toBe(false);
+    expect(chunked("Transfer-Encoding: chunkedx\r\n")).toBe(false);
+    expect(chunked("")).toBe(false);
   });
 });
