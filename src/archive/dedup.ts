@@ -5,6 +5,7 @@
  */
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../core/log.js";
+import { firstFieldValue } from "../capture/httpHead.js";
 import type { CapturedMessage } from "../capture/messageCapture.js";
 import { parseDigest } from "../dedup/digestKey.js";
 import type { BucketCounters, Claim, DedupEntry, DedupIndex, DigestKey } from "../dedup/types.js";
@@ -23,16 +24,6 @@ export interface DedupDecision {
 }
 
 const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript)\b|[^;]*\+(json|xml)\b)/i;
-
-/**
- * The first field named `name` (lower case), matched without case. Only names of its length are
- * lower-cased (every capture looks up its Content-Type here, and toLowerCase makes a string);
- * names are read as latin1, whose lower-casing keeps the length.
- */
-function header(fields: CapturedMessage["headFields"], name: string): string | undefined {
-  for (const f of fields) if (f.name.length === name.length && f.name.toLowerCase() === name) return f.value;
-  return undefined;
-}
 
 function statusQualifies(status: number, statuses: string[]): boolean {
   for (const s of statuses) if (s.endsWith("xx") ? Math.floor(status / 100) === Number(s[0]) : Number(s) === status) return true;
@@ -78,7 +69,7 @@ export class Deduplicator {
   eligible(res: CapturedMessage, p: DedupPolicy): DigestKey | null {
     if (p.policy === "off" || res.truncated || !res.payloadDigest || res.bodyLength === 0) return null;
     if (!statusQualifies(res.status, p.statuses)) return null;
-    const text = TEXT_TYPE.test(header(res.headFields, "content-type") ?? "");
+    const text = TEXT_TYPE.test(firstFieldValue(res.headFields, "content-type") ?? "");
     if (res.bodyLength < (text ? p.minBytes.text : p.minBytes.binary)) return null;
     return parseDigest(res.payloadDigest);
   }
@@ -229,18 +220,18 @@ export class Deduplicator {
         offset: w.offset,
         length: w.length,
         status: res.status,
-        etag: header(res.headFields, "etag") ?? null,
-        lastModified: header(res.headFields, "last-modified") ?? null,
+        etag: firstFieldValue(res.headFields, "etag") ?? null,
+        lastModified: firstFieldValue(res.headFields, "last-modified") ?? null,
       }));
     if (entries.length) await this.#store.add(entries);
   }
 
   /** warc-records.md §4 server-not-modified: a 304 to a conditional request matching a stored capture. */
   async #serverNotModified(uri: string, req: CapturedMessage, res: CapturedMessage, p: DedupPolicy): Promise<{ bucket: string; of: RevisitOf } | null> {
-    const inm = header(req.headFields, "if-none-match");
-    const ims = header(req.headFields, "if-modified-since");
+    const inm = firstFieldValue(req.headFields, "if-none-match");
+    const ims = firstFieldValue(req.headFields, "if-modified-since");
     if (!inm && !ims) return null;
-    const resTag = header(res.headFields, "etag");
+    const resTag = firstFieldValue(res.headFields, "etag");
     for (const b of p.buckets) {
       for (const e of await this.#store.byUrl(b.name, uri, 50)) {
         let match = false;

@@ -9,6 +9,7 @@
  */
 import type { Readable } from "node:stream";
 import { parseHttpHead, type HttpHead } from "../warc/httpHead.js";
+import { blockSize } from "../warc/serialize.js";
 import type { WarcRecord } from "../warc/warcRecord.js";
 import type { BlockPart, RecordDraft } from "../warc/types.js";
 
@@ -17,8 +18,6 @@ const MIB = 1024 * 1024;
 const KEEP_BLOCK = 8 * MIB;
 const MAX_HEAD = 1 * MIB;
 const PREFIX = 256 * 1024;
-
-const partSize = (p: BlockPart): number => (p instanceof Uint8Array ? p.byteLength : p.size);
 
 async function* partsStream(parts: BlockPart[]): AsyncGenerator<Buffer> {
   for (const p of parts) {
@@ -83,7 +82,7 @@ class LandedWarcRecord implements WarcRecord {
   readonly targetUri: string | null;
   readonly date: string | null;
   readonly recordId: string | null;
-  /** Set by `withPrefix` before the record is used. */
+  /** Set by `landedRecord` before the record is handed out. */
   blockPrefix: Buffer = NO_PREFIX;
   /** Whether the block holds an HTTP head (decided from the fields, as the file reader does). */
   readonly httpish: boolean;
@@ -195,9 +194,7 @@ class LandedWarcRecord implements WarcRecord {
  * (nearly always), else once they are read from the spool.
  */
 export function landedRecord(d: RecordDraft, offset: number, length: number, file: string): WarcRecord | Promise<WarcRecord> {
-  let size = 0;
-  for (const p of d.block) size += partSize(p);
-  const rec = new LandedWarcRecord(d, file, offset, length, size);
+  const rec = new LandedWarcRecord(d, file, offset, length, blockSize(d.block));
   const prefix = rec.prefixInMemory();
   if (prefix !== null) {
     rec.blockPrefix = prefix;

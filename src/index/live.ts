@@ -61,15 +61,14 @@ function preparedFrom(rec: WarcRecord): PreparedRecord | Promise<PreparedRecord>
   const given = indexed ? rec.get("warc-payload-digest") : null;
   const mayPost = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix);
   if ((!indexed || given) && !mayPost) return { rec, digest: indexed ? given : null, post: null };
-  return preparedSlowly(rec, indexed, given);
+  return preparedSlowly(rec, indexed, given, mayPost);
 }
 
-async function preparedSlowly(rec: WarcRecord, indexed: boolean, given: string | null): Promise<PreparedRecord> {
+async function preparedSlowly(rec: WarcRecord, indexed: boolean, given: string | null, mayPost: boolean): Promise<PreparedRecord> {
   const digest = indexed ? given || (await computedPayloadDigest(rec)) : null;
-  const post = rec.warcType === "request" && mayBePostOrPut(rec.blockPrefix) ? await postAppendFor(rec) : null;
+  const post = mayPost ? await postAppendFor(rec) : null;
   return { rec, digest, post };
 }
-
 
 /**
  * Whether a request block may start a POST or PUT head. The head parser takes a request's method

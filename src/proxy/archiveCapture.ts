@@ -75,7 +75,7 @@ export async function archiveExchange(ctx: ProxyContext, f: Finished): Promise<b
   } finally {
     release(); // here rather than in a reaction of its own: one promise less per exchange
   }
-  const outcome = settled;
+  const outcome = settled; // a const, so that `written` narrows it below
   const written = outcome.kind === "written";
   f.admitted.release({ written, revisit: written && outcome.revisit, wireBytes: response.rawHead.length + response.wireBodyLength });
   logCapture(ctx, f, ex, outcome, contentType);

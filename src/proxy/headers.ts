@@ -18,8 +18,8 @@ const HOP_BY_HOP = new Set([
 /** Headers lathe consumes itself and never forwards or records. */
 const LATHE_OWN = new Set(["warcprox-meta"]);
 
-/** What connectionTokens returns when no token needs dropping (most messages): nothing allocated. */
-const NO_TOKENS: ReadonlySet<string> = new Set();
+/** No field names: what connectionTokens returns for most messages, and fieldsObject's default skip. */
+const NO_NAMES: ReadonlySet<string> = new Set();
 
 /**
  * The field names a message's Connection / Proxy-Connection fields list, lower-cased, except the
@@ -38,7 +38,7 @@ function connectionTokens(raw: string[]): ReadonlySet<string> {
     if (!value.includes(",")) tokens = withToken(tokens, value);
     else for (const t of value.split(",")) tokens = withToken(tokens, t);
   }
-  return tokens ?? NO_TOKENS;
+  return tokens ?? NO_NAMES;
 }
 
 function withToken(tokens: Set<string> | null, raw: string): Set<string> | null {
@@ -99,7 +99,7 @@ export const H2_CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "prox
  * A raw `[name, value, …]` list as the object Node's http2 and `writeEarlyHints` take: names
  * lower-cased, a repeated name's values in an array in order, names in `skip` left out.
  */
-export function fieldsObject(raw: string[], skip: ReadonlySet<string> = NO_TOKENS): Record<string, string | string[]> {
+export function fieldsObject(raw: string[], skip: ReadonlySet<string> = NO_NAMES): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
