@@ -171,6 +171,11 @@ export class Archiver {
       const decision = this.#o.dedup ? await this.#o.dedup.decide(ex.targetUri, ex.request, ex.response, ex.dedupPolicy ?? this.#o.dedupPolicy) : null;
       settle = decision?.settle ?? null;
       this.troubles.spoolCut(ex);
+      // A response recorded whole needs its block digest: a large body's is taken only now.
+      if (!decision?.revisit) {
+        const ready = ex.response.blockDigestReady();
+        if (ready !== DONE) await ready;
+      }
       const group = this.#build(ex, decision?.revisit ?? null);
       const writer = this.#o.writerFor(ex.series, ex.collection);
       const tlsPending = group.some((r) => r.type === "metadata");

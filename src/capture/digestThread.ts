@@ -5,6 +5,10 @@
  * the worker hashes the file from its first byte, overlapping the transfer. At the end the
  * capture waits for the two digests (block: head and body; payload: body).
  *
+ * A response's block digest can be left out of the running job (`head` null) and asked for once a
+ * record needs it (blockDigestOfFile): a response recorded as a revisit never does, so a large
+ * body seen before is hashed once, not twice.
+ *
  * When the worker cannot be had (no build, it failed, it died), `start` returns null or `finish`
  * resolves null, and the capture hashes the file itself: slower, never wrong.
  * The worker is one per process: `lathe serve` starts it at start-up (startDigestWorker), anything
@@ -20,7 +24,8 @@ import type { DigestJobAnswer, DigestJobMessage } from "./digestWorker.js";
 const WORKER = new URL("../../dist/capture/digestWorker.js", import.meta.url);
 
 export interface BodyDigests {
-  block: Buffer;
+  /** null when the job was started without the head (the block digest is asked for later). */
+  block: Buffer | null;
   payload: Buffer;
 }
 
@@ -37,7 +42,8 @@ let worker: Worker | null = null;
 let unavailable = false;
 let nextId = 1;
 let answered = 0;
-const waiting = new Map<number, (d: BodyDigests | null) => void>();
+let hashedBytes = 0;
+const waiting = new Map<number, (a: DigestJobAnswer | null) => void>();
 
 function theWorker(): Worker | null {
   if (worker || unavailable) return worker;
@@ -51,8 +57,11 @@ function theWorker(): Worker | null {
     const resolve = waiting.get(a.id);
     waiting.delete(a.id);
     if (waiting.size === 0) w.unref();
-    if (!("error" in a)) answered++;
-    resolve?.("error" in a ? null : { block: Buffer.from(a.block), payload: Buffer.from(a.payload) });
+    if (!("error" in a)) {
+      answered++;
+      hashedBytes += a.hashed;
+    }
+    resolve?.(a);
   });
   const gone = () => {
     if (worker === w) worker = null; // the next job starts another
@@ -77,8 +86,23 @@ export function startDigestWorker(): void {
   theWorker();
 }
 
-/** Start hashing the body spooled at `path`, after `head` for the block digest. */
-export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Array): DigestJob | null {
+/** The worker's answer to `m` (a job's last message), or null when it failed or died. */
+function ask(w: Worker, m: DigestJobMessage & { id: number }): Promise<DigestJobAnswer | null> {
+  if (worker !== w) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    waiting.set(m.id, (a) => resolve(a && !("error" in a) ? a : null));
+    w.ref();
+    w.postMessage(m);
+  });
+}
+
+const toBuffer = (b: Uint8Array | null) => (b ? Buffer.from(b.buffer, b.byteOffset, b.byteLength) : null);
+
+/**
+ * Start hashing the body spooled at `path`: its payload digest, and its block digest after
+ * `head` unless `head` is null.
+ */
+export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Array | null): DigestJob | null {
   const w = theWorker();
   if (!w) return null;
   const id = nextId++;
@@ -87,14 +111,11 @@ export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Ar
   let over = false;
   return {
     progress: (bytes) => !over && post({ kind: "upTo", id, bytes }),
-    finish(bytes) {
-      if (over || worker !== w) return Promise.resolve(null);
+    async finish(bytes) {
+      if (over) return null;
       over = true;
-      return new Promise((resolve) => {
-        waiting.set(id, resolve);
-        w.ref();
-        post({ kind: "end", id, bytes });
-      });
+      const a = await ask(w, { kind: "end", id, bytes });
+      return a && !("error" in a) && a.payload ? { block: toBuffer(a.block), payload: toBuffer(a.payload)! } : null;
     },
     cancel() {
       if (over) return;
@@ -104,9 +125,25 @@ export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Ar
   };
 }
 
-/** Bodies whose digests the worker gave (tests, diagnostics). */
+/**
+ * The block digest of `head` followed by the first `bytes` of the finished file at `path`, taken
+ * on the worker; null when the worker cannot (hash it yourself).
+ */
+export async function blockDigestOfFile(path: string, alg: DigestAlgorithm, head: Uint8Array, bytes: number): Promise<Buffer | null> {
+  const w = theWorker();
+  if (!w) return null;
+  const a = await ask(w, { kind: "block", id: nextId++, path, alg, head, bytes });
+  return a && !("error" in a) ? toBuffer(a.block) : null;
+}
+
+/** Answers the worker gave: bodies hashed, block digests taken (tests, diagnostics). */
 export function digestsAnsweredOffThread(): number {
   return answered;
+}
+
+/** Body bytes the worker ran through its hashes, each digest counted (tests, diagnostics). */
+export function bytesHashedOffThread(): number {
+  return hashedBytes;
 }
 
 /** Stop the worker (tests: a worker that dies mid-job). */

@@ -1,7 +1,8 @@
 import type { Hash } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
 import { Dechunker, DechunkStream } from "./dechunk.js";
 import { type ParsedHead, findHeadEnd, firstFieldValue, isChunked, parseHead, rewriteHead, statusOf } from "./httpHead.js";
-import { type BodyDigests, type DigestJob, startDigestJob } from "./digestThread.js";
+import { type BodyDigests, type DigestJob, blockDigestOfFile, startDigestJob } from "./digestThread.js";
 import { Spool, type SpoolOptions } from "./spool.js";
 import { type DigestAlgorithm, digestBytes, formatDigest, newHash } from "../warc/digest.js";
 import type { StreamSource } from "../warc/types.js";
@@ -46,6 +47,12 @@ export interface CapturedMessage {
   /** null when the message has no body (requests without one get no payload digest). */
   payloadDigest: string | null;
   blockDigest: string;
+  /**
+   * Resolves once `blockDigest` can be read without blocking. A large response's block digest
+   * (its spooled body after its head) is taken on the digest worker only when a record needs it,
+   * which a revisit never does; read before this resolves, it is hashed on the caller's thread.
+   */
+  blockDigestReady(): Promise<void>;
   truncated: Truncation | null;
   chunked: boolean;
   framingError: { offset: number; reason: string } | null;
@@ -264,7 +271,8 @@ export class MessageCapture {
     const spool = this.#spool!;
     if (!this.#offThread) {
       if (!spool.onDisk || spool.cut) return;
-      this.#offThread = startDigestJob(spool.filePath!, this.#o.digest, this.#head!.bytes);
+      // A response's block digest waits until a record needs it (Captured.blockDigestReady).
+      this.#offThread = startDigestJob(spool.filePath!, this.#o.digest, this.#o.kind === "response" ? null : this.#head!.bytes);
       return;
     }
     const onDisk = spool.bytesOnDisk;
@@ -341,6 +349,8 @@ export class MessageCapture {
     let payload: string | null = null;
     let blockHash: Hash | null = null;
     let blockDigest: Buffer | null = null;
+    // A spooled response's block digest, left until a record needs it (blockDigestReady).
+    let blockFromSpool = false;
     if (spoolFailure) {
       // The running hashes saw bytes the spool dropped: hash what it kept.
       this.#offThread?.cancel();
@@ -352,6 +362,7 @@ export class MessageCapture {
       const d = await this.#offThreadDigests(head.bytes, spool!);
       payload = formatDigest(alg, d.payload);
       if (!addedLength) blockDigest = d.block;
+      blockFromSpool = !addedLength && d.block === null;
     } else if (this.#dechunker) {
       payload = formatDigest(alg, (asReceived && this.#rawBodyHash ? this.#rawBodyHash : this.#entityHash!).digest());
       if (!dechunk && !addedLength) blockHash = this.#rawBlockHash!;
@@ -368,12 +379,12 @@ export class MessageCapture {
       // A stored head that gained a Content-Length is hashed with the body below.
       bodyInMemory = addedLength ? null : whole;
     }
-    if (!blockHash && !blockDigest && !bodyInMemory) {
+    if (!blockHash && !blockDigest && !bodyInMemory && !blockFromSpool) {
       // Trailers or a Content-Length went into the stored head after the body was hashed: hash the block again.
       blockHash = newHash(alg).update(storedHead);
       if (body) for await (const c of body.createReadStream()) blockHash.update(c as Buffer);
     }
-    const m = new Captured(alg, blockDigest ?? blockHash, bodyInMemory, spool);
+    const m = new Captured(alg, blockDigest ?? blockHash, bodyInMemory, spool, blockFromSpool);
     m.rawHead = head.bytes;
     m.storedHead = storedHead;
     m.addedContentLength = addedLength;
@@ -430,13 +441,32 @@ class Captured implements CapturedMessage {
   #block: Hash | Buffer | string | null;
   #bodyInMemory: readonly Uint8Array[] | null;
   readonly #spool: Spool | null;
+  /** The block is the stored head and the spool's file, not hashed yet (blockDigestReady). */
+  #blockFromSpool: boolean;
+  #blockReady: Promise<void> | null = null;
   #disposed = false;
 
-  constructor(alg: DigestAlgorithm, block: Hash | Buffer | null, bodyInMemory: readonly Uint8Array[] | null, spool: Spool | null) {
+  constructor(alg: DigestAlgorithm, block: Hash | Buffer | null, bodyInMemory: readonly Uint8Array[] | null, spool: Spool | null, blockFromSpool: boolean) {
     this.#alg = alg;
     this.#block = block;
     this.#bodyInMemory = bodyInMemory;
     this.#spool = spool;
+    this.#blockFromSpool = blockFromSpool;
+  }
+
+  blockDigestReady(): Promise<void> {
+    if (!this.#blockFromSpool) return DONE;
+    return (this.#blockReady ??= this.#hashSpooledBlock());
+  }
+
+  async #hashSpooledBlock(): Promise<void> {
+    const spool = this.#spool!;
+    const bytes =
+      (await blockDigestOfFile(spool.filePath!, this.#alg, this.storedHead, spool.size)) ??
+      (await digestsOf(this.#alg, this.storedHead, spool)).block.digest();
+    if (!this.#blockFromSpool) return;
+    this.#blockFromSpool = false;
+    this.#block = bytes;
   }
 
   get blockDigest(): string {
@@ -444,7 +474,10 @@ class Captured implements CapturedMessage {
     if (typeof b === "string") return b;
     if (this.#disposed) throw new ProxyError("ERR_INTERNAL", "a block digest was asked for after its body was released");
     let bytes: Buffer;
-    if (b === null) bytes = digestBytes(this.#alg, [this.storedHead, ...(this.#bodyInMemory ?? NO_BODY)]);
+    if (this.#blockFromSpool) {
+      this.#blockFromSpool = false;
+      bytes = blockDigestOfFileSync(this.#alg, this.storedHead, this.#spool!.filePath!, this.#spool!.size);
+    } else if (b === null) bytes = digestBytes(this.#alg, [this.storedHead, ...(this.#bodyInMemory ?? NO_BODY)]);
     else if (Buffer.isBuffer(b)) bytes = b;
     else bytes = b.digest();
     this.#bodyInMemory = null;
@@ -472,6 +505,24 @@ async function digestsOf(alg: DigestAlgorithm, head: Buffer, body: StreamSource 
     }
   }
   return { block, payload };
+}
+
+/** A block digest read straight from a finished file (a caller that did not wait for blockDigestReady). */
+function blockDigestOfFileSync(alg: DigestAlgorithm, head: Buffer, path: string, size: number): Buffer {
+  const h = newHash(alg).update(head);
+  const buf = Buffer.allocUnsafe(Math.min(size, 1024 * 1024));
+  const fd = openSync(path, "r");
+  try {
+    for (let at = 0; at < size; ) {
+      const n = readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
+      if (n === 0) throw new ProxyError("ERR_SPOOL", `${path} holds ${at} of ${size} bytes`);
+      h.update(buf.subarray(0, n));
+      at += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return h.digest();
 }
 
 function dechunkRenames(lenient: boolean): Record<string, string> {

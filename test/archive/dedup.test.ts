@@ -8,6 +8,7 @@ import { viaProxy } from "../helpers/client.js";
 import { checkDigests, readAllWarcs, type ReadRecord } from "../helpers/warcs.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { openSqliteDedupStore } from "../../src/dedup/sqliteStore.js";
+import { bytesHashedOffThread } from "../../src/capture/digestThread.js";
 
 let origin: Origin;
 beforeAll(async () => {
@@ -64,6 +65,20 @@ describe("live dedup", () => {
     readSync(fd, buf, 0, buf.length, entry.offset!);
     closeSync(fd);
     expect(gunzipSync(buf).toString("latin1")).toContain(`WARC-Record-ID: ${a.get("WARC-Record-ID")}\r\n`);
+  });
+
+  it("a large body seen before is hashed once (payload digest only); an original also gets its block digest", async () => {
+    // Spooled to disk (over 64 KiB), so the digest worker hashes it: the original's payload and
+    // block (2 × size), each revisit's payload only (1 × size).
+    const size = 3_000_000;
+    const before = bytesHashedOffThread();
+    const { records } = await run({ capture: { spoolMemoryBytes: 64 * 1024 } }, [`/bytes/${size}?a`, `/bytes/${size}?b`, `/bytes/${size}?c`]);
+    expect(bytesHashedOffThread() - before).toBe(4 * size);
+    const orig = primary(records, `${origin.url}/bytes/${size}?a`);
+    expect(orig.type).toBe("response");
+    expect(orig.body!.equals(bytesOf(size, size))).toBe(true);
+    expectRevisitOf(primary(records, `${origin.url}/bytes/${size}?b`), orig);
+    expectRevisitOf(primary(records, `${origin.url}/bytes/${size}?c`), orig);
   });
 
   it("url policy: only the same URL dedups; url-preferred refers to the same URL's capture first", async () => {

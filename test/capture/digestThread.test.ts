@@ -9,7 +9,8 @@ import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { digestsAnsweredOffThread, stopDigestWorker } from "../../src/capture/digestThread.js";
+import { bytesHashedOffThread, digestsAnsweredOffThread, stopDigestWorker } from "../../src/capture/digestThread.js";
+import { DONE } from "../../src/core/done.js";
 import { MessageCapture } from "../../src/capture/messageCapture.js";
 import { formatDigest } from "../../src/warc/digest.js";
 
@@ -42,12 +43,55 @@ describe("digests of large bodies off the proxy's thread", () => {
     const before = digestsAnsweredOffThread();
     const c = capture(dir);
     await feed(c, head, body);
+    const hashed = bytesHashedOffThread();
     const m = (await c.finalize("dechunk", "clean"))!;
     expect(m.payloadDigest).toBe(sha1(body));
+    // The payload digest only, so far: the block digest waits until a record asks for it.
+    expect(digestsAnsweredOffThread()).toBe(before + 1);
+    expect(bytesHashedOffThread() - hashed).toBe(body.length);
+    await m.blockDigestReady();
+    expect(digestsAnsweredOffThread()).toBe(before + 2);
+    expect(bytesHashedOffThread() - hashed).toBe(2 * body.length);
     expect(m.blockDigest).toBe(sha1(head, body));
     expect(m.truncated).toBeNull();
-    expect(digestsAnsweredOffThread()).toBe(before + 1);
     await m.dispose();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("a large request body: its block digest is taken with its payload digest (a request is always recorded whole)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lathe-digest-"));
+    const body = randomBytes(2 * 1024 * 1024 + 5);
+    const head = Buffer.from(`PUT /up HTTP/1.1\r\nhost: example.com\r\ncontent-length: ${body.length}\r\n\r\n`);
+    const hashed = bytesHashedOffThread();
+    const c = new MessageCapture({ kind: "request", digest: "sha1", spool: { memoryBytes: 256 * 1024, dir }, maxBodyBytes: 0, now: () => 0n });
+    await feed(c, head, body);
+    const m = (await c.finalize("dechunk", "clean"))!;
+    expect(m.blockDigestReady()).toBe(DONE);
+    expect(m.blockDigest).toBe(sha1(head, body));
+    expect(m.payloadDigest).toBe(sha1(body));
+    expect(bytesHashedOffThread() - hashed).toBe(2 * body.length);
+    await m.dispose();
+  });
+
+  it("a block digest read without waiting is hashed here from the spool; after the worker stopped, a new one takes it: same digest", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lathe-digest-"));
+    const body = randomBytes(3 * 1024 * 1024 + 1);
+    const head = Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
+    const unasked = capture(dir);
+    await feed(unasked, head, body);
+    const m1 = (await unasked.finalize("dechunk", "clean"))!;
+    const answered = digestsAnsweredOffThread();
+    expect(m1.blockDigest).toBe(sha1(head, body));
+    expect(digestsAnsweredOffThread()).toBe(answered);
+    await m1.dispose();
+    const orphan = capture(dir);
+    await feed(orphan, head, body);
+    const m2 = (await orphan.finalize("dechunk", "clean"))!;
+    await stopDigestWorker();
+    await m2.blockDigestReady();
+    expect(m2.blockDigest).toBe(sha1(head, body));
+    expect(digestsAnsweredOffThread()).toBe(answered + 2);
+    await m2.dispose();
     expect(readdirSync(dir)).toEqual([]);
   });
 
