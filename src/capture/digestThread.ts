@@ -71,7 +71,7 @@ function theWorker(): Worker | null {
   w.on("error", gone);
   w.on("exit", gone);
   // Unref'd after the listeners (adding a 'message' listener refs it again): an idle worker never
-  // keeps lathe alive, and one that owes an answer does (ref'd in finish()), so a process ending
+  // keeps lathe alive, and one that owes an answer does (ref'd in ask()), so a process ending
   // with a capture in flight does not exit before its digests arrive.
   w.unref();
   worker = w;
@@ -86,8 +86,10 @@ export function startDigestWorker(): void {
   theWorker();
 }
 
+type Digests = Exclude<DigestJobAnswer, { error: string }>;
+
 /** The worker's answer to `m` (a job's last message), or null when it failed or died. */
-function ask(w: Worker, m: DigestJobMessage & { id: number }): Promise<DigestJobAnswer | null> {
+function ask(w: Worker, m: DigestJobMessage): Promise<Digests | null> {
   if (worker !== w) return Promise.resolve(null);
   return new Promise((resolve) => {
     waiting.set(m.id, (a) => resolve(a && !("error" in a) ? a : null));
@@ -115,7 +117,7 @@ export function startDigestJob(path: string, alg: DigestAlgorithm, head: Uint8Ar
       if (over) return null;
       over = true;
       const a = await ask(w, { kind: "end", id, bytes });
-      return a && !("error" in a) && a.payload ? { block: toBuffer(a.block), payload: toBuffer(a.payload)! } : null;
+      return a?.payload ? { block: toBuffer(a.block), payload: toBuffer(a.payload)! } : null;
     },
     cancel() {
       if (over) return;
@@ -133,7 +135,7 @@ export async function blockDigestOfFile(path: string, alg: DigestAlgorithm, head
   const w = theWorker();
   if (!w) return null;
   const a = await ask(w, { kind: "block", id: nextId++, path, alg, head, bytes });
-  return a && !("error" in a) ? toBuffer(a.block) : null;
+  return a ? toBuffer(a.block) : null;
 }
 
 /** Answers the worker gave: bodies hashed, block digests taken (tests, diagnostics). */
