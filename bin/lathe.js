@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=64 --max-semi-space-size=8
+#!/usr/bin/env -S node --initial-old-space-size=64 --max-semi-space-size=8 --no-lazy-feedback-allocation
 // Entry point of the `lathe` command: runs the compiled CLI (npm run build makes dist/).
 //
 // --initial-old-space-size=64: V8 counts every ArrayBuffer allocated since its last full GC
@@ -8,6 +8,12 @@
 // GCs, 30% less CPU per MB and 40% more MB/s on 50 MB bodies (README, Benchmark).
 // --max-semi-space-size=8: the young generation's two halves stop at 8 MB instead of 16, which
 // lowered the benchmark's peak RSS by 10-25 MB with no measurable cost in CPU.
+// --no-lazy-feedback-allocation: V8 gives a function its feedback vector (the record of the
+// shapes it met, which inline caches and the optimising compiler need) only after it has run a
+// while, to save memory on run-once code in web pages. Until then its property loads take the
+// generic path. Every exchange runs through hundreds of lathe's and Node's functions, so a freshly
+// started lathe paid for that for thousands of exchanges. Eager vectors: 12% less CPU over three
+// passes of http-small, 2% over four of https-small, the same RSS (README, Benchmark).
 // Node reads heap flags only at start-up; `npm start` passes the same flags, and so must anyone
 // who runs `node bin/lathe.js` directly.
 import { runCli } from "../dist/cli/main.js";
