@@ -242,9 +242,8 @@ export class Archiver {
 
   /** pageRecord, after waiting (at most `waitMs`) for captures of that page still in progress. */
   async awaitPageRecord(series: string, uri: string, windowMs: number, waitMs = 5000): Promise<{ id: string; date: string } | null> {
-    const key = `${series} ${uri}`;
     const pending: PageCapture[] = [];
-    for (const w of this.#pending) if (`${w.series} ${w.uri}` === key) pending.push(w);
+    for (const w of this.#pending) if (w.series === series && w.uri === uri) pending.push(w);
     if (pending.length) await Promise.race([Promise.all(pending.map(captured)), new Promise((r) => setTimeout(r, waitMs).unref())]);
     return this.pageRecord(series, uri, windowMs);
   }

@@ -60,20 +60,24 @@ export function parseHead(bytes: Buffer): ParsedHead {
   return { bytes, startLine, fields };
 }
 
+/**
+ * Whether field `f` is named `lower` (a name in lower case), without case. Lengths first: most
+ * names differ in length, and lower-casing each one costs a runtime call and a string (#25).
+ */
+function isNamed(f: HeadField, lower: string): boolean {
+  return f.name.length === lower.length && f.name.toLowerCase() === lower;
+}
+
 export function fieldValues(head: ParsedHead, name: string): string[] {
   const lower = name.toLowerCase();
   const values: string[] = [];
-  // Lengths first: most names differ in length, and lower-casing each one costs a runtime call.
-  for (const f of head.fields) if (f.name.length === lower.length && f.name.toLowerCase() === lower) values.push(f.value);
+  for (const f of head.fields) if (isNamed(f, lower)) values.push(f.value);
   return values;
 }
 
-/**
- * The first value of a field (`lower`: its name in lower case), or undefined: one look, no
- * array, no closure, and a name is lower-cased only when its length matches (#25).
- */
+/** The first value of a field (`lower`: its name in lower case), or undefined: no array, no closure. */
 export function firstFieldValue(fields: readonly HeadField[], lower: string): string | undefined {
-  for (const f of fields) if (f.name.length === lower.length && f.name.toLowerCase() === lower) return f.value;
+  for (const f of fields) if (isNamed(f, lower)) return f.value;
   return undefined;
 }
 
@@ -92,7 +96,7 @@ export function httpVersionToken(startLine: string): string {
 export function isChunked(head: ParsedHead): boolean {
   // One pass, no arrays or closures: most messages have no Transfer-Encoding at all (#25).
   for (const f of head.fields) {
-    if (f.name.length === 17 && f.name.toLowerCase() === "transfer-encoding" && f.value.split(",").some((c) => c.trim().toLowerCase() === "chunked")) return true;
+    if (isNamed(f, "transfer-encoding") && f.value.split(",").some((c) => c.trim().toLowerCase() === "chunked")) return true;
   }
   return false;
 }

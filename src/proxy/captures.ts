@@ -31,7 +31,7 @@ export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: 
   const { capture, warc } = ctx.config;
   // One clock closure and one spool settings object for both messages (#25).
   const now = () => ctx.clock.nowMicros();
-  const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
+  const spool = spoolOptions(ctx);
   return {
     request: newRequestCapture(ctx, spool, now, false),
     response: new MessageCapture({
@@ -50,9 +50,11 @@ export function startCaptures(ctx: ProxyContext, o: { noBody: boolean; lenient: 
 
 /** The request's capture; `bodyUntilEnd`: its body has no Content-Length (an h2 stream's). */
 export function requestCapture(ctx: ProxyContext, o: { bodyUntilEnd?: boolean } = {}): MessageCapture {
-  const { capture } = ctx.config;
-  const spool = { memoryBytes: capture.spoolMemoryBytes, dir: capture.spoolDir };
-  return newRequestCapture(ctx, spool, () => ctx.clock.nowMicros(), o.bodyUntilEnd === true);
+  return newRequestCapture(ctx, spoolOptions(ctx), () => ctx.clock.nowMicros(), o.bodyUntilEnd === true);
+}
+
+function spoolOptions(ctx: ProxyContext): MessageCaptureOptions["spool"] {
+  return { memoryBytes: ctx.config.capture.spoolMemoryBytes, dir: ctx.config.capture.spoolDir };
 }
 
 function newRequestCapture(ctx: ProxyContext, spool: MessageCaptureOptions["spool"], now: () => bigint, bodyUntilEnd: boolean): MessageCapture {
