@@ -10,6 +10,15 @@ import type { StreamSource } from "../warc/types.js";
 
 const TMP = tmpdir();
 
+/**
+ * What the temp file's write stream holds before `write` answers false and the exchange pauses
+ * its source (the stream's highWaterMark). A file stream's default, 16 KiB, is less than one
+ * socket read (64 KiB): a large body stopped after every read, and every chunk cost a write(2)
+ * of its own. 1 MiB lets the queued chunks go out together (writev) and still bounds what one
+ * capture holds in memory while its disk is behind.
+ */
+const FILE_QUEUE_BYTES = 1024 * 1024;
+
 export interface SpoolOptions {
   /** Bytes kept in memory before the spool moves to a temp file. */
   memoryBytes: number;
@@ -163,7 +172,7 @@ export class Spool implements StreamSource {
   #openFile(): void {
     const dir = this.#opts.dir ?? TMP;
     this.#path = join(dir, `lathe-spool-${process.pid}-${randomBytes(8).toString("hex")}`);
-    this.#file = createWriteStream(this.#path, { flags: "wx", mode: 0o600 });
+    this.#file = createWriteStream(this.#path, { flags: "wx", mode: 0o600, highWaterMark: FILE_QUEUE_BYTES });
     this.#file.on("error", (e) => {
       this.#error = e;
       if (this.#opts.keepOnFailure) this.#keepWhatWasKept(e);
