@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=64 --max-semi-space-size=8 --no-lazy-feedback-allocation
+#!/usr/bin/env -S node --initial-old-space-size=64 --max-semi-space-size=8 --no-lazy-feedback-allocation --incremental-marking-soft-trigger=70
 // Entry point of the `lathe` command: runs the compiled CLI (npm run build makes dist/).
 //
 // --initial-old-space-size=64: V8 counts every ArrayBuffer allocated since its last full GC
@@ -14,6 +14,13 @@
 // generic path. Every exchange runs through hundreds of lathe's and Node's functions, so a freshly
 // started lathe paid for that for thousands of exchanges. Eager vectors: 12% less CPU over three
 // passes of http-small, 2% over four of https-small, the same RSS (README, Benchmark).
+// --incremental-marking-soft-trigger=70: V8 starts marking the old generation (a task, in the
+// background of the proxy's work) once it is 70% full, instead of close to its limit. While it
+// marks, V8 promotes whatever survives a scavenge, so a late start let the small-body rows fill
+// the old generation with ~30 MB of promoted garbage before each full GC; on top of it a large
+// body's socket buffers made the peak. Peak RSS over the benchmark 195-216 -> 162-188 MB, the same
+// CPU per exchange (README, Benchmark). Earlier triggers (5-40%) mark all the time and cost up to
+// 60% more CPU per exchange.
 // Node reads heap flags only at start-up; `npm start` passes the same flags, and so must anyone
 // who runs `node bin/lathe.js` directly.
 import { runCli } from "../dist/cli/main.js";

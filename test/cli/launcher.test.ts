@@ -16,9 +16,9 @@ const tmp = mkdtempSync(join(tmpdir(), "lathe-launcher-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("the launcher's node flags", () => {
-  it("bin/lathe.js's shebang sets V8's old-generation floor, young-generation size and eager feedback vectors, and npm start passes the same flags", () => {
+  it("bin/lathe.js's shebang sets V8's old-generation floor, young-generation size, eager feedback vectors and early old-generation marking, and npm start passes the same flags", () => {
     const flags = launcherNodeFlags(REPO);
-    expect(flags).toEqual(["--initial-old-space-size=64", "--max-semi-space-size=8", "--no-lazy-feedback-allocation"]);
+    expect(flags).toEqual(["--initial-old-space-size=64", "--max-semi-space-size=8", "--no-lazy-feedback-allocation", "--incremental-marking-soft-trigger=70"]);
     const start: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).scripts.start;
     expect(start).toBe(`node ${flags.join(" ")} bin/lathe.js serve`);
   });
