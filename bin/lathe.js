@@ -20,7 +20,7 @@
 // the old generation with ~30 MB of promoted garbage before each full GC; on top of it a large
 // body's socket buffers made the peak. Peak RSS over the benchmark 195-216 -> 162-188 MB, the same
 // CPU per exchange (README, Benchmark). Earlier triggers (5-40%) mark all the time and cost up to
-// 60% more CPU per exchange.
+// 70% more CPU per exchange.
 // Node reads heap flags only at start-up; `npm start` passes the same flags, and so must anyone
 // who runs `node bin/lathe.js` directly.
 import { runCli } from "../dist/cli/main.js";
