@@ -96,6 +96,15 @@ async function holdFileThreads(): Promise<() => Promise<void>> {
   };
 }
 
+/** Waits until `count()` stays the same for 300 ms (at most 15 s): the flow has stopped. */
+async function untilStill(count: () => number): Promise<void> {
+  let last = -1;
+  for (let i = 0; i < 50 && count() !== last; i++) {
+    last = count();
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
 describe("back-pressure from a slow spool file", () => {
   it("holds the origin back while a capture cannot reach its temp file, however fast the client reads; then all of it passes and is recorded", async () => {
     const origin = await startHttpOrigin();
@@ -122,13 +131,9 @@ describe("back-pressure from a slow spool file", () => {
         req.on("error", reject);
         req.end();
       });
-      // Until the flow stops (or 5 s): without back-pressure from the spool the whole body reaches
-      // the client while its bytes queue in memory for a file that cannot be written.
-      let last = -1;
-      for (let i = 0; i < 50 && received !== last; i++) {
-        last = received;
-        await new Promise((r) => setTimeout(r, 300));
-      }
+      // Without back-pressure from the spool the whole body reaches the client while its bytes
+      // queue in memory for a file that cannot be written.
+      await untilStill(() => received);
       expect(received).toBeGreaterThan(0);
       expect(received).toBeLessThan(16_000_000);
       await release();
@@ -175,11 +180,7 @@ describe("back-pressure from a slow spool file", () => {
         };
         pump();
       });
-      let last = -1;
-      for (let i = 0; i < 50 && sent !== last; i++) {
-        last = sent;
-        await new Promise((r) => setTimeout(r, 300));
-      }
+      await untilStill(() => sent);
       expect(sent).toBeLessThan(16_000_000);
       await release();
       release = null;
