@@ -181,7 +181,9 @@ export class SortedFile implements LineSource {
       // `head` was given (the range itself ends just after an LF, or at the end of the file).
       let stop = buf.length;
       if (buf[stop - 1] === NL) stop--;
-      for (let i = buf.lastIndexOf(NL, stop - 1); i >= 0; i = buf.lastIndexOf(NL, stop - 1)) {
+      // stop > 0 first: Buffer's lastIndexOf takes a negative offset from the end, so at a block
+      // that starts with an LF it went round to the end again (lines twice, or without end).
+      for (let i = stop > 0 ? buf.lastIndexOf(NL, stop - 1) : -1; i >= 0; i = stop > 0 ? buf.lastIndexOf(NL, stop - 1) : -1) {
         yield buf.toString("utf8", i + 1, stop);
         stop = i;
       }

@@ -4,7 +4,7 @@
  * the binary search on the file (split over a file and lines in memory, as live indexes are),
  * and the search reads a handful of blocks, never the file.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -145,6 +145,28 @@ describe("from, to, limit, sort", () => {
     expect(com.length).toBeGreaterThanOrEqual(1000);
     expect(await run({ url: "com", matchType: "domain" })).toEqual(com);
     expect(await run({ url: "com", matchType: "domain", sort: "reverse" })).toEqual([...com].reverse());
+  });
+  it("reads backward through a block that starts with a line's LF", async () => {
+    // The first block read backward starts 4096 bytes before the end. With 91-byte lines after a
+    // first line of 7, that byte is an LF (91 × 45 = 4095): the block's first line ends at its
+    // first byte, and the scan used to go round to the block's end again (lines twice, or no end).
+    const lines = ["a 00000", ...Array.from({ length: 99 }, (_, i) => `b ${String(i).padStart(5, "0")} ${"x".repeat(82)}`)];
+    const path = join(dir, "lf-boundary.cdxj");
+    await writeFile(path, lines.join("\n") + "\n");
+    const f = await SortedFile.open(path);
+    try {
+      const size = f.size;
+      expect(size).toBe(7 + 1 + 99 * 91);
+      expect((await readFile(path))[size - 4096]).toBe(0x0a);
+      const back: string[] = [];
+      for await (const l of f.backward("a", "c")) {
+        back.push(l);
+        if (back.length > lines.length) break;
+      }
+      expect(back).toEqual([...lines].reverse());
+    } finally {
+      await f.close();
+    }
   });
   it("sort=closest: nearest timestamps first, ties to the earlier", async () => {
     const base = all.filter((l) => keyOf(l) === "com,example)/pages/p1");
