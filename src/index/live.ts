@@ -5,6 +5,12 @@
  * is written (temporary file + rename) before the WARC gets its final name, and the journal is
  * removed.
  *
+ * Past `spillLines` lines
+ * (50,000 by default, ~17 MB of heap at ~350 bytes a line) the file's lines go to a sorted run
+ * beside the journal (`NAME.warc.gz.cdxj.open.run-N`), read by queries from there, merged into
+ * the final index at close and removed: the memory a file's index holds does not grow with the
+ * file (a 1 GB file of tiny captures holds ~700,000 lines).
+ *
  * The lines come from the same entry builder as `lathe index --cdxj` (cdxj.ts), fed with the
  * record drafts as they landed: the header fields as the writer serialised them, the block from
  * the draft's parts, the offset and length of the gzip member on disk. Pairing of a response with
@@ -19,11 +25,13 @@ import type { Logger } from "../core/log.js";
 import type { WarcRecord } from "../warc/warcRecord.js";
 import type { LandedRecord, WriterIndexHook } from "../warc/writer.js";
 import { buildEntry, computedPayloadDigest, formatCdxj, indexWarc, isIndexed, pairOf, postAppendFor, sortLines, type PostAppend } from "./cdxj.js";
-import { writeLinesToFile } from "./build.js";
+import { mergeIndexesToFile, writeLinesToFile } from "./build.js";
 import { landedRecord } from "./landedRecord.js";
 
 /** Lines kept unsorted (sorted per query) before they are merged into the sorted ones. */
 const TAIL_MAX = 2048;
+/** Lines of an open file kept in memory before they go to a sorted run on disk. */
+const SPILL_LINES = 50_000;
 /**
  * How long a journal write waits for more lines: each write through the threadpool costs ~40 µs
  * of CPU however short, and under load a group lands every few hundred µs (the journal is behind
@@ -88,19 +96,38 @@ function mayBePostOrPut(b: Buffer): boolean {
  */
 export class LiveFileLines {
   readonly filename: string;
+  /** The lines in memory (those since the last run went to disk), in file order. */
   #lines: string[] = [];
   #prev: { p: PreparedRecord; line: string | null } | null = null;
   /** For queries, the lines without LF: a sorted array never changed in place (a query may be
    * reading it), and the latest lines unsorted, merged into it now and then. */
   #main: string[] = [];
   #tail: string[] = [];
+  /** Where runs go (`…run-N`), null = never; how many lines in memory send them there. */
+  readonly #runBase: string | null;
+  readonly #spillLines: number;
+  /** Sorted runs on disk, oldest first. */
+  #runs: string[] = [];
+  /** The run being written: its lines are answered from memory until it is on disk. */
+  #spilling: { query: string[]; done: Promise<void> } | null = null;
+  /** Runs that could not be written (disk full): kept in memory, and no more runs are tried. */
+  #unspilled: string[][] = [];
+  #spilled = 0;
 
-  constructor(filename: string) {
+  /** `runBase`: path prefix of the sorted runs (none: every line stays in memory). */
+  constructor(filename: string, runBase: string | null = null, spillLines = SPILL_LINES) {
     this.filename = filename;
+    this.#runBase = runBase;
+    this.#spillLines = spillLines;
   }
 
   get count(): number {
-    return this.#lines.length;
+    return this.#spilled + this.#lines.length;
+  }
+
+  /** Sorted runs on disk so far. */
+  get runs(): readonly string[] {
+    return this.#runs;
   }
 
   /** Records of one group, in file order; returns the lines to journal. */
@@ -144,18 +171,90 @@ export class LiveFileLines {
         this.#prev = { p, line };
       }
     }
+    if (this.#lines.length >= this.#spillLines && this.#runBase !== null && !this.#spilling && this.#unspilled.length === 0) this.#spill();
     return added;
   }
 
-  /** All lines, sorted and de-duplicated as the file's index will be. */
-  sorted(): string[] {
-    return sortLines(this.#lines);
+  /**
+   * The lines in memory go to a sorted run on disk (written behind; answered from memory till
+   * then), except the line of a record still waiting for its pair: it may yet be replaced, and
+   * it is the last line added.
+   */
+  #spill(): void {
+    const waiting = this.#prev?.line ?? null;
+    if (waiting !== null && this.#lines[this.#lines.length - 1] !== waiting) return;
+    this.#compact();
+    let query = this.#main;
+    let lines = this.#lines;
+    if (waiting !== null) {
+      lines = lines.slice(0, -1);
+      const i = query.lastIndexOf(waiting.slice(0, -1));
+      query = query.slice(0, i).concat(query.slice(i + 1));
+    }
+    const path = `${this.#runBase}${this.#runs.length}`;
+    this.#main = [];
+    this.#lines = waiting === null ? [] : [waiting];
+    this.#tail = waiting === null ? [] : [waiting.slice(0, -1)];
+    this.#spilled += lines.length;
+    // Each outcome swaps the memory for the file (or keeps it) in one step: a query between the
+    // two would see the lines twice.
+    const done = writeLinesToFile(asAsync(sortLines(lines)), path).then(
+      () => {
+        this.#runs.push(path);
+        this.#spilling = null;
+      },
+      // Disk full or the like: the lines stay in memory, as before runs existed.
+      () => {
+        this.#spilled -= lines.length;
+        this.#lines = lines.concat(this.#lines);
+        this.#unspilled.push(query);
+        this.#spilling = null;
+      },
+    );
+    this.#spilling = { query, done };
   }
 
-  /** The lines without their LF, as sorted arrays to merge (a snapshot: later lines go elsewhere). */
-  forQuery(): string[][] {
+  /** Waits for a run being written. */
+  async #settled(): Promise<void> {
+    while (this.#spilling) await this.#spilling.done;
+  }
+
+  /** Writes the file's whole index, sorted and de-duplicated, to `out` (atomically). */
+  async writeSorted(out: string): Promise<void> {
+    await this.#settled();
+    const rest = sortLines(this.#lines);
+    if (this.#runs.length === 0) {
+      await writeLinesToFile(asAsync(rest), out);
+      return;
+    }
+    const inputs = [...this.#runs];
+    if (rest.length > 0) {
+      const last = `${this.#runBase}${inputs.length}`;
+      await writeLinesToFile(asAsync(rest), last);
+      this.#runs.push(last);
+      inputs.push(last);
+    }
+    await mergeIndexesToFile(inputs, out);
+  }
+
+  /** Removes the runs (the file's index is written, or the file is gone). */
+  async dispose(): Promise<void> {
+    await this.#settled();
+    const runs = this.#runs;
+    this.#runs = [];
+    await Promise.all(runs.map((r) => rm(r, { force: true })));
+  }
+
+  /**
+   * For a query, a snapshot (later lines go elsewhere): the lines in memory without their LF, as
+   * sorted arrays to merge, and the sorted runs on disk.
+   */
+  forQuery(): { memory: string[][]; files: string[] } {
     const tail = [...this.#tail].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return tail.length ? [this.#main, tail] : [this.#main];
+    const memory = [this.#main, ...this.#unspilled];
+    if (tail.length) memory.push(tail);
+    if (this.#spilling) memory.push(this.#spilling.query);
+    return { memory, files: [...this.#runs] };
   }
 
   #compact(): void {
@@ -177,6 +276,10 @@ export interface LiveIndexOptions {
   /** Directory of the WARC files. */
   dir: string;
   log: Logger;
+  /** Lines of an open file kept in memory before they go to a sorted run beside its journal (default 50,000). */
+  spillLines?: number;
+  /** How long a closed file's runs stay for queries that took them before it closed (default 30 s). */
+  runsKeptMs?: number;
   /** A file of the series was opened: `name` is its final name. */
   onOpened?(name: string, lines: LiveFileLines): Promise<void> | void;
   /** Its sorted index is on disk (`cdxjPath`) and the WARC has its final name. */
@@ -210,7 +313,7 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
   };
   return {
     async opened({ name, openPath, finalPath }) {
-      const lines = new LiveFileLines(name);
+      const lines = new LiveFileLines(name, `${journalPathOf(finalPath)}.run-`, o.spillLines);
       let journal: FileHandle | null = null;
       try {
         journal = await open(journalPathOf(finalPath), "w", 0o644);
@@ -259,7 +362,7 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       if (!f) return;
       const out = indexPathOf(f.finalPath);
       if (f.broken) await writeLinesToFile(rebuiltLines(f.openPath, name), out);
-      else await writeLinesToFile(asAsync(f.lines.sorted()), out);
+      else await f.lines.writeSorted(out);
     },
     async closed(name, finalPath) {
       const f = files.get(name);
@@ -267,6 +370,9 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       if (f) await finish(f, true);
       else await rm(journalPathOf(finalPath), { force: true });
       if (f) o.onClosed?.(name, indexPathOf(finalPath));
+      // A query that took the runs before onClosed may still be opening them: they go later, as
+      // merged runs do (service.ts); start-up removes any a stop left behind.
+      if (f?.lines.runs.length) setTimeout(() => void f.lines.dispose(), o.runsKeptMs ?? 30_000).unref();
     },
     async abandoned(name, removed) {
       const f = files.get(name);
@@ -275,6 +381,8 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       // Left `.open`: the journal stays beside it until start-up recovery rebuilds the index.
       await finish(f, removed);
       o.onDropped?.(name);
+      // Start-up recovery rebuilds the index from the file, not from these.
+      await f.lines.dispose();
     },
   };
 }

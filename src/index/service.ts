@@ -35,6 +35,8 @@ export interface CdxServiceOptions {
   mergeAfterFiles?: number;
   /** …or this long after the first one closed (default 60 s; 0 = only by count or mergeNow). */
   mergeAfterMs?: number;
+  /** Lines of an open file kept in memory before they go to a sorted run on disk (live.ts; default 50,000). */
+  liveSpillLines?: number;
 }
 
 /** One merged, sorted index file and the WARC files whose lines it holds. */
@@ -89,7 +91,8 @@ export class CdxService {
     }
     // Start-up recovery has run: no file is being written, so every journal left is stale.
     for (const n of await readdir(this.#o.warcDir).catch(() => [] as string[])) {
-      if (n.endsWith(".warc.gz.cdxj.open") || n.endsWith(".warc.cdxj.open")) await rm(join(this.#o.warcDir, n), { force: true });
+      // Journals, and the sorted runs of their files' lines (with a run's temporary file).
+      if (n.endsWith(".warc.gz.cdxj.open") || n.endsWith(".warc.cdxj.open") || /\.warc(\.gz)?\.cdxj\.open\.run-\d+(\.tmp-.*)?$/.test(n)) await rm(join(this.#o.warcDir, n), { force: true });
     }
     for (const coll of new Set(this.#fileColl.values())) await this.#load(coll);
     // Files some run already holds (read once from the state, at start-up only).
@@ -146,6 +149,7 @@ export class CdxService {
     return createLiveIndex({
       dir: this.#o.warcDir,
       log: this.#o.log,
+      spillLines: this.#o.liveSpillLines,
       onOpened: async (name, lines) => {
         const c = await this.#load(collection);
         if (this.#fileColl.get(name) !== collection) {
@@ -258,7 +262,18 @@ export class CdxService {
             this.#o.log.warn("cdx-index-unreadable", { file: p, error: errorMessage(e) });
           }
         }
-        for (const l of c.open.values()) for (const part of l.forQuery()) out.push(new MemoryLines(part));
+        for (const l of c.open.values()) {
+          const { memory, files } = l.forQuery();
+          for (const part of memory) out.push(new MemoryLines(part));
+          // An open file's runs: opened per query (they go some time after the file closes).
+          for (const p of files) {
+            try {
+              out.push(await SortedFile.open(p));
+            } catch (e) {
+              this.#o.log.warn("cdx-index-unreadable", { file: p, error: errorMessage(e) });
+            }
+          }
+        }
       }
     } catch (e) {
       await Promise.all(out.map((s) => s.close()));

@@ -6,7 +6,7 @@
  */
 import { copyFileSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rebuiltLines } from "../../src/index/live.js";
 import { viaProxy } from "../helpers/client.js";
@@ -104,6 +104,9 @@ describe("GET /cdx", () => {
     const crashed = w!.replace(/\.warc\.gz$/, "-crashed.warc.gz");
     copyFileSync(w!, crashed + ".open");
     writeFileSync(crashed + ".cdxj.open", "stale\n");
+    // …and the sorted runs its lines had gone to, one of them cut off while written.
+    const runs = [crashed + ".cdxj.open.run-0", crashed + ".cdxj.open.run-1", `${dirname(crashed)}/.${basename(crashed)}.cdxj.open.run-2.tmp-1-2`];
+    for (const r of runs) writeFileSync(r, "stale\n");
     // An index removed (or never written) is read again from its WARC; a stale journal goes.
     const b = warcFiles(lathe.dir).find((f) => f.includes("/coll-b-"))!;
     const bIndex = await readFile(`${b}.cdxj`, "utf8");
@@ -114,6 +117,7 @@ describe("GET /cdx", () => {
     expect(await readFile(`${b}.cdxj`, "utf8")).toBe(bIndex);
     expect(existsSync(`${b}.cdxj.open`)).toBe(false);
     expect(existsSync(crashed + ".cdxj.open")).toBe(false);
+    for (const r of runs) expect(existsSync(r), r).toBe(false);
     const want: string[] = [];
     for await (const l of rebuiltLines(crashed)) want.push(l);
     expect(await readFile(crashed + ".cdxj", "utf8")).toBe(want.join(""));

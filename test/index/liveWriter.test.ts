@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createLiveIndex, rebuiltLines } from "../../src/index/live.js";
+import { createLiveIndex, rebuiltLines, type LiveFileLines } from "../../src/index/live.js";
 import { silentLogger } from "../../src/core/log.js";
 import type { RecordDraft } from "../../src/warc/types.js";
 import { createWarcWriter } from "../../src/warc/writer.js";
@@ -76,3 +76,47 @@ describe("live index at the writer", () => {
     });
   }
 });
+
+describe("an open file's lines past the spill bound", () => {
+  it("go to sorted runs beside the journal, which queries read with the lines in memory; the closed file's index is whole and the runs go", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-live-spill-"));
+    dirs.push(dir);
+    let open: LiveFileLines | null = null;
+    const index = createLiveIndex({ dir, log: silentLogger, spillLines: 10, runsKeptMs: 0, onOpened: (_name, lines) => void (open = lines) });
+    const w = createWarcWriter(writerOpts(dir, { gzip: true, index }));
+    // 49 captures (a response and its GET request: one line), then the groups above. Their first,
+    // a response alone, is the 50th line: a run goes to disk while that line waits for its POST
+    // request in the next group (and is then replaced), so it must stay in memory.
+    for (let i = 0; i < 49; i++) {
+      const resp = id();
+      const uri = `http://example.com/page/${String(48 - i).padStart(2, "0")}`;
+      await w.write([
+        draft("response", uri, [["Content-Type", "application/http;msgtype=response"], ["WARC-Payload-Digest", `sha1:${String(i).padStart(32, "A")}`]], [http("HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 2\n\nhi")], resp),
+        draft("request", uri, [["WARC-Concurrent-To", resp], ["Content-Type", "application/http;msgtype=request"]], [http(`GET /page/${i} HTTP/1.1\nHost: example.com\n\n`)]),
+      ]);
+    }
+    for (const g of groups()) await w.write(g);
+    const lines = open as unknown as LiveFileLines;
+    expect(lines.count).toBe(54);
+    for (let i = 0; i < 100 && lines.runs.length < 5; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(lines.runs.length).toBe(5);
+    for (const r of lines.runs) expect(r).toMatch(/\.warc\.gz\.cdxj\.open\.run-\d$/);
+    // What a query reads: the runs on disk and the arrays in memory, each sorted, together every line once.
+    const q = lines.forQuery();
+    const parts = [...q.memory.map((m) => m.map((l) => `${l}\n`)), ...(await Promise.all(q.files.map(async (f) => (await readFile(f, "utf8")).split(/(?<=\n)/))))];
+    for (const part of parts) expect(part).toEqual([...part].sort());
+    const seen = parts.flat().sort();
+    await w.close();
+    const [file] = readdirSync(dir).filter((f) => f.endsWith(".warc.gz"));
+    const path = join(dir, file!);
+    const want: string[] = [];
+    for await (const l of rebuiltLines(path)) want.push(l);
+    expect(want).toHaveLength(54);
+    expect(seen).toEqual([...want].sort());
+    expect(await readFile(`${path}.cdxj`, "utf8")).toBe(want.join(""));
+    expect(want.join("")).toMatch(/\)\/form\?__wb_method=post&a=1&b=hello%20w&x=1 /);
+    for (let i = 0; i < 100 && readdirSync(dir).some((f) => f.includes(".run-")); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(readdirSync(dir).filter((f) => f.includes(".cdxj.open"))).toEqual([]);
+  });
+});
+

@@ -45,7 +45,7 @@ interface State {
 const stateOf = async (dir: string): Promise<State> => JSON.parse(await readFile(join(dir, "lathe-cdx", "c", "state.json"), "utf8"));
 
 /** A fresh WARC directory, a started service for collection "c" and a writer of "c" files feeding it. */
-async function serviceWithWriter(merge: Pick<CdxServiceOptions, "mergeAfterFiles" | "mergeAfterMs">) {
+async function serviceWithWriter(merge: Pick<CdxServiceOptions, "mergeAfterFiles" | "mergeAfterMs" | "liveSpillLines">) {
   const dir = await mkdtemp(join(tmpdir(), "lathe-cdx-service-"));
   dirs.push(dir);
   const svc = new CdxService({ warcDir: dir, log: silentLogger, collections: () => ["c"], ...merge });
@@ -89,9 +89,11 @@ describe("CdxService", () => {
     await again.close();
   });
 
-  it("answers an open file with thousands of lines in order (sorted part + recent part)", async () => {
-    const { dir, svc, w } = await serviceWithWriter({ mergeAfterMs: 0 });
+  for (const spill of [undefined, 1000]) {
+  it(`answers an open file with thousands of lines in order (sorted part + recent part${spill ? ", and sorted runs on disk past 1,000 lines" : ""})`, async () => {
+    const { dir, svc, w } = await serviceWithWriter({ mergeAfterMs: 0, liveSpillLines: spill });
     let total = 0;
+    let runsSeen = 0;
     for (let g = 0; g < 110; g++) {
       const group: RecordDraft[] = [];
       for (let i = 0; i < 50; i++) group.push(resource(`http://example.com/${(g * 7919 + i * 104729) % 1000}`, 1_780_000_000_000_000n + BigInt(g * 50 + i) * 1_000_000n));
@@ -103,13 +105,18 @@ describe("CdxService", () => {
         expect([...got].sort()).toEqual(got);
         const rev = await answer(svc, "url=example.com/&matchType=prefix&sort=reverse");
         expect(rev).toEqual([...got].reverse());
+        runsSeen = Math.max(runsSeen, (await readdir(dir)).filter((f) => /\.cdxj\.open\.run-\d+$/.test(f)).length);
       }
     }
+    // 5,500 lines: spilled every 1,000 (the last run may still be on its way to disk at a check).
+    if (spill) expect(runsSeen).toBeGreaterThanOrEqual(4);
+    else expect(runsSeen).toBe(0);
     const open = await answer(svc, "url=example.com/&matchType=prefix");
     await w.close();
     expect(await answer(svc, "url=example.com/&matchType=prefix")).toEqual(open);
     await svc.close();
   });
+  }
 
   it("merges after mergeAfterMs", async () => {
     const { dir, svc, w } = await serviceWithWriter({ mergeAfterFiles: 100, mergeAfterMs: 100 });
