@@ -280,6 +280,8 @@ export interface LiveIndexOptions {
   spillLines?: number;
   /** How long a closed file's runs stay for queries that took them before it closed (default 30 s). */
   runsKeptMs?: number;
+  /** Takes over a closed file's runs instead (the CDX service: it also removes them when it closes). */
+  retireRuns?(lines: LiveFileLines): void;
   /** A file of the series was opened: `name` is its final name. */
   onOpened?(name: string, lines: LiveFileLines): Promise<void> | void;
   /** Its sorted index is on disk (`cdxjPath`) and the WARC has its final name. */
@@ -371,8 +373,11 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       else await rm(journalPathOf(finalPath), { force: true });
       if (f) o.onClosed?.(name, indexPathOf(finalPath));
       // A query that took the runs before onClosed may still be opening them: they go later, as
-      // merged runs do (service.ts); start-up removes any a stop left behind.
-      if (f?.lines.runs.length) setTimeout(() => void f.lines.dispose(), o.runsKeptMs ?? 30_000).unref();
+      // merged runs do (service.ts); start-up removes any a crash left behind.
+      if (f?.lines.runs.length) {
+        if (o.retireRuns) o.retireRuns(f.lines);
+        else setTimeout(() => void f.lines.dispose(), o.runsKeptMs ?? 30_000).unref();
+      }
     },
     async abandoned(name, removed) {
       const f = files.get(name);

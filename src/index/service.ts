@@ -69,6 +69,8 @@ export class CdxService {
   readonly #fileColl = new Map<string, string>();
   /** Sorted index files held open across queries: each keeps the probes of its binary searches. */
   readonly #files = new Map<string, Promise<SortedFile>>();
+  /** Closed files' runs (live.ts), removed a while after their file closed, or when this closes. */
+  readonly #retiring = new Map<LiveFileLines, NodeJS.Timeout>();
   #closed = false;
 
   constructor(o: CdxServiceOptions) {
@@ -150,6 +152,7 @@ export class CdxService {
       dir: this.#o.warcDir,
       log: this.#o.log,
       spillLines: this.#o.liveSpillLines,
+      retireRuns: (lines) => this.#retireRuns(lines),
       onOpened: async (name, lines) => {
         const c = await this.#load(collection);
         if (this.#fileColl.get(name) !== collection) {
@@ -298,8 +301,23 @@ export class CdxService {
     }
   }
 
+  /** A query that took a closed file's runs before it closed may still be opening them: they go 30 s later. */
+  #retireRuns(lines: LiveFileLines): void {
+    const t = setTimeout(() => {
+      this.#retiring.delete(lines);
+      void lines.dispose();
+    }, 30_000);
+    t.unref();
+    this.#retiring.set(lines, t);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
+    // No query runs any more: the runs of files closed in the last 30 s go now, not at the next start.
+    const retiring = [...this.#retiring];
+    this.#retiring.clear();
+    for (const [, t] of retiring) clearTimeout(t);
+    await Promise.all(retiring.map(([l]) => l.dispose()));
     for (const c of this.#colls.values()) {
       if (c.timer) clearTimeout(c.timer);
       c.timer = null;

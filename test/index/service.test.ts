@@ -114,7 +114,11 @@ describe("CdxService", () => {
     const open = await answer(svc, "url=example.com/&matchType=prefix");
     await w.close();
     expect(await answer(svc, "url=example.com/&matchType=prefix")).toEqual(open);
+    const runs = async () => (await readdir(dir)).filter((f) => f.includes(".cdxj.open.run-"));
+    // Kept a while for queries that took them before the file closed; gone once the service closes.
+    if (spill) expect((await runs()).length).toBeGreaterThanOrEqual(5);
     await svc.close();
+    expect(await runs()).toEqual([]);
   });
   }
 
