@@ -5,11 +5,10 @@
  * is written (temporary file + rename) before the WARC gets its final name, and the journal is
  * removed.
  *
- * Past `spillLines` lines
- * (50,000 by default, ~17 MB of heap at ~350 bytes a line) the file's lines go to a sorted run
- * beside the journal (`NAME.warc.gz.cdxj.open.run-N`), read by queries from there, merged into
- * the final index at close and removed: the memory a file's index holds does not grow with the
- * file (a 1 GB file of tiny captures holds ~700,000 lines).
+ * Past `spillLines` lines (50,000 by default, ~17 MB of heap at ~350 bytes a line) the file's
+ * lines go to a sorted run beside the journal (`NAME.warc.gz.cdxj.open.run-N`), read by queries
+ * from there, merged into the final index at close and removed: the memory a file's index holds
+ * does not grow with the file (a 1 GB file of tiny captures holds ~700,000 lines).
  *
  * The lines come from the same entry builder as `lathe index --cdxj` (cdxj.ts), fed with the
  * record drafts as they landed: the header fields as the writer serialised them, the block from
@@ -196,12 +195,13 @@ export class LiveFileLines {
     this.#lines = waiting === null ? [] : [waiting];
     this.#tail = waiting === null ? [] : [waiting.slice(0, -1)];
     this.#spilled += lines.length;
+    // Made from the query lines, sorted already: sorting the file-order lines held the event loop
+    // 20-70 ms at 50,000 lines, an already sorted array ~4 ms (sortLines still sorts, for the
+    // UTF-8 order of lines with surrogates, and drops duplicates).
+    const run = sortLines(query.map((l) => `${l}\n`));
     // Each outcome swaps the memory for the file (or keeps it) in one step: a query between the
     // two would see the lines twice.
-    // From the query lines, sorted already: sorting the file-order lines would hold the event
-    // loop 20-70 ms at 50,000 lines, an already sorted array ~4 ms (sortLines still sorts, for
-    // the UTF-8 order of lines with surrogates, and drops duplicates).
-    const done = writeLinesToFile(asAsync(sortLines(query.map((l) => `${l}\n`))), path).then(
+    const done = writeLinesToFile(asAsync(run), path).then(
       () => {
         this.#runs.push(path);
         this.#spilling = null;
