@@ -113,11 +113,17 @@ export class LiveFileLines {
   #unspilled: string[][] = [];
   #spilled = 0;
 
-  /** `runBase`: path prefix of the sorted runs (none: every line stays in memory). */
-  constructor(filename: string, runBase: string | null = null, spillLines = SPILL_LINES) {
+  readonly #onSpillFailed: (path: string, e: unknown) => void;
+
+  /**
+   * `runBase`: path prefix of the sorted runs (none: every line stays in memory);
+   * `onSpillFailed`: told when a run could not be written (its lines stay in memory).
+   */
+  constructor(filename: string, runBase: string | null = null, spillLines = SPILL_LINES, onSpillFailed: (path: string, e: unknown) => void = () => {}) {
     this.filename = filename;
     this.#runBase = runBase;
     this.#spillLines = spillLines;
+    this.#onSpillFailed = onSpillFailed;
   }
 
   get count(): number {
@@ -207,11 +213,12 @@ export class LiveFileLines {
         this.#spilling = null;
       },
       // Disk full or the like: the lines stay in memory, as before runs existed.
-      () => {
+      (e: unknown) => {
         this.#spilled -= lines.length;
         this.#lines = lines.concat(this.#lines);
         this.#unspilled.push(query);
         this.#spilling = null;
+        this.#onSpillFailed(path, e);
       },
     );
     this.#spilling = { query, done };
@@ -318,7 +325,8 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
   };
   return {
     async opened({ name, openPath, finalPath }) {
-      const lines = new LiveFileLines(name, `${journalPathOf(finalPath)}.run-`, o.spillLines);
+      const spillFailed = (path: string, e: unknown) => o.log.warn("cdx-live-spill-failed", { file: name, run: path, error: errorMessage(e), kept: "in memory" });
+      const lines = new LiveFileLines(name, `${journalPathOf(finalPath)}.run-`, o.spillLines, spillFailed);
       let journal: FileHandle | null = null;
       try {
         journal = await open(journalPathOf(finalPath), "w", 0o644);

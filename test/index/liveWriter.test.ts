@@ -5,13 +5,13 @@
  * metadata (not indexed), gzip and plain files. The index beside each closed file equals the one
  * read back from the file; the journal is gone; a writer abandoning a fresh file leaves nothing.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLiveIndex, rebuiltLines, type LiveFileLines } from "../../src/index/live.js";
-import { silentLogger } from "../../src/core/log.js";
+import { createLogger, silentLogger } from "../../src/core/log.js";
 import type { RecordDraft } from "../../src/warc/types.js";
 import { createWarcWriter } from "../../src/warc/writer.js";
 import { bufferSource, writerOpts } from "../warc/helpers.js";
@@ -77,6 +77,18 @@ describe("live index at the writer", () => {
   }
 });
 
+/** `n` captures of `/<dir>/NN` (a response and its GET request: one index line each), in reverse key order. */
+async function writeCaptures(w: { write(g: RecordDraft[]): Promise<unknown> }, n: number, dir: string): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const resp = id();
+    const uri = `http://example.com/${dir}/${String(n - 1 - i).padStart(2, "0")}`;
+    await w.write([
+      draft("response", uri, [["Content-Type", "application/http;msgtype=response"], ["WARC-Payload-Digest", `sha1:${dir}${String(i).padStart(28, "A")}`]], [http("HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 2\n\nhi")], resp),
+      draft("request", uri, [["WARC-Concurrent-To", resp], ["Content-Type", "application/http;msgtype=request"]], [http(`GET /${dir}/${i} HTTP/1.1\nHost: example.com\n\n`)]),
+    ]);
+  }
+}
+
 describe("an open file's lines past the spill bound", () => {
   it("go to sorted runs beside the journal, which queries read with the lines in memory; the closed file's index is whole and the runs go", async () => {
     const dir = await mkdtemp(join(tmpdir(), "lathe-live-spill-"));
@@ -87,14 +99,7 @@ describe("an open file's lines past the spill bound", () => {
     // 49 captures (a response and its GET request: one line), then the groups above. Their first,
     // a response alone, is the 50th line: a run goes to disk while that line waits for its POST
     // request in the next group (and is then replaced), so it must stay in memory.
-    for (let i = 0; i < 49; i++) {
-      const resp = id();
-      const uri = `http://example.com/page/${String(48 - i).padStart(2, "0")}`;
-      await w.write([
-        draft("response", uri, [["Content-Type", "application/http;msgtype=response"], ["WARC-Payload-Digest", `sha1:${String(i).padStart(32, "A")}`]], [http("HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 2\n\nhi")], resp),
-        draft("request", uri, [["WARC-Concurrent-To", resp], ["Content-Type", "application/http;msgtype=request"]], [http(`GET /page/${i} HTTP/1.1\nHost: example.com\n\n`)]),
-      ]);
-    }
+    await writeCaptures(w, 49, "page");
     for (const g of groups()) await w.write(g);
     const lines = open as unknown as LiveFileLines;
     expect(lines.count).toBe(54);
@@ -117,6 +122,36 @@ describe("an open file's lines past the spill bound", () => {
     expect(want.join("")).toMatch(/\)\/form\?__wb_method=post&a=1&b=hello%20w&x=1 /);
     for (let i = 0; i < 100 && readdirSync(dir).some((f) => f.includes(".run-")); i++) await new Promise((r) => setTimeout(r, 10));
     expect(readdirSync(dir).filter((f) => f.includes(".cdxj.open"))).toEqual([]);
+  });
+
+  it("stay in memory when a run cannot be written, said in the log; queries and the closed file's index still have every line", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lathe-live-spill-fail-"));
+    dirs.push(dir);
+    let open: LiveFileLines | null = null;
+    const logs: Array<Record<string, unknown>> = [];
+    const log = createLogger({ json: true, level: "warn", write: (l) => logs.push(JSON.parse(l) as Record<string, unknown>) });
+    // A directory where the first run's file would go: the rename that puts a run in place fails.
+    const onOpened = (name: string, lines: LiveFileLines) => {
+      open = lines;
+      mkdirSync(join(dir, `${name}.cdxj.open.run-0`, "taken"), { recursive: true });
+    };
+    const index = createLiveIndex({ dir, log, spillLines: 10, runsKeptMs: 0, onOpened });
+    const w = createWarcWriter(writerOpts(dir, { gzip: true, index }));
+    await writeCaptures(w, 25, "item");
+    const lines = open as unknown as LiveFileLines;
+    for (let i = 0; i < 100 && !logs.some((e) => e.event === "cdx-live-spill-failed"); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(logs.filter((e) => e.event === "cdx-live-spill-failed")).toHaveLength(1);
+    expect(lines.runs).toEqual([]);
+    const q = lines.forQuery();
+    expect(q.files).toEqual([]);
+    expect(q.memory.flat()).toHaveLength(25);
+    await w.close();
+    const [file] = readdirSync(dir).filter((f) => f.endsWith(".warc.gz"));
+    const path = join(dir, file!);
+    const want: string[] = [];
+    for await (const l of rebuiltLines(path)) want.push(l);
+    expect(want).toHaveLength(25);
+    expect(await readFile(`${path}.cdxj`, "utf8")).toBe(want.join(""));
   });
 });
 
