@@ -4,7 +4,8 @@
  * leg's bytes. The client and upstream legs are interfaces (clientLeg.ts, upstreamLeg.ts), so
  * this code does not know which HTTP version carried either side.
  */
-import type { Truncation } from "../capture/messageCapture.js";
+import type { Readable } from "node:stream";
+import type { MessageCapture, Truncation } from "../capture/messageCapture.js";
 import { ProxyError } from "../core/errors.js";
 import { classifyUpstreamError, type UpstreamFailure } from "../upstream/errors.js";
 import type { Admitted } from "../warcprox/limits.js";
@@ -170,31 +171,21 @@ class Exchange {
     }
   }
 
-  /** Request body: client → upstream, with back-pressure. */
+  /** Request body: client → upstream, with back-pressure from the origin and the request's spool. */
   #pipeRequestBody(up: UpstreamRequest): void {
     const body = this.#client.body;
-    // As for the response (#streamBody): on only when the origin and the request's spool can take more.
     let upstreamFull = false;
-    const resumeWhenClear = (): void => {
-      if (upstreamFull) return; // the upstream's 'drain' calls again
-      const capture = this.#caps.request;
-      if (capture.spoolNeedsDrain()) void capture.drained().then(resumeWhenClear);
-      else body.resume();
-    };
+    const flow = spoolAndPeerFlow(body, () => upstreamFull, () => this.#caps.request);
     body.on("data", (c: Buffer) => {
       if (!up.write(c)) {
         upstreamFull = true;
         body.pause();
       }
-      const capture = this.#caps.request;
-      if (capture.spoolNeedsDrain()) {
-        body.pause();
-        void capture.drained().then(resumeWhenClear);
-      }
+      flow.afterChunk();
     });
     up.onDrain(() => {
       upstreamFull = false;
-      resumeWhenClear();
+      flow.resume();
     });
     // A retry comes after the (bodiless) request has ended.
     if (body.readableEnded) up.end();
@@ -352,15 +343,7 @@ class Exchange {
   #streamBody(res: UpstreamResponse): void {
     const client = this.#client;
     const strict = this.#ctx.config.warc.durability === "strict";
-    // The body goes on only when both the client and the capture's spool can take more. A
-    // client's 'drain' alone used to resume it, so a fast client let the origin outrun a slow
-    // spool file: its write queue grew to the whole body (13.7 MB of a 20 MB one in the bench).
-    const resumeWhenClear = (): void => {
-      if (client.needsDrain) return; // the client's 'drain' calls again
-      const capture = this.#caps.response;
-      if (capture.spoolNeedsDrain()) void capture.drained().then(resumeWhenClear);
-      else res.body.resume();
-    };
+    const flow = spoolAndPeerFlow(res.body, () => client.needsDrain, () => this.#caps.response);
     res.body.on("data", (chunk: Buffer) => {
       let out = chunk;
       if (strict) {
@@ -370,13 +353,9 @@ class Exchange {
       }
       const clientOk = out.length === 0 || client.write(out);
       if (!clientOk) res.body.pause();
-      const capture = this.#caps.response;
-      if (capture.spoolNeedsDrain()) {
-        res.body.pause();
-        void capture.drained().then(resumeWhenClear);
-      }
+      flow.afterChunk();
     });
-    client.onDrain(resumeWhenClear);
+    client.onDrain(flow.resume);
     res.body.on("end", () => this.#finish("clean"));
     res.body.on("close", () => {
       if (!res.complete) {
@@ -418,4 +397,27 @@ class Exchange {
     if (this.#held) this.#client.end(this.#held);
     else this.#client.end();
   }
+}
+
+/**
+ * Back-pressure on a body from two sinks: the peer it is written to and the capture's spool. The
+ * body goes on only once both can take more. One sink's 'drain' alone used to resume it, so a
+ * fast client let the origin outrun a slow spool file: its write queue grew to the whole body
+ * (13.7 MB of a 20 MB one in the bench). `afterChunk` pauses the body while the spool is behind;
+ * `resume` is for the peer's 'drain' (while `peerFull()`, that 'drain' is still to come).
+ */
+function spoolAndPeerFlow(body: Readable, peerFull: () => boolean, capture: () => MessageCapture): { afterChunk(): void; resume(): void } {
+  const resume = (): void => {
+    if (peerFull()) return;
+    const c = capture();
+    if (c.spoolNeedsDrain()) void c.drained().then(resume);
+    else body.resume();
+  };
+  const afterChunk = (): void => {
+    const c = capture();
+    if (!c.spoolNeedsDrain()) return;
+    body.pause();
+    void c.drained().then(resume);
+  };
+  return { afterChunk, resume };
 }
