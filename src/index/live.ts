@@ -288,9 +288,10 @@ export interface LiveIndexOptions {
   log: Logger;
   /** Lines of an open file kept in memory before they go to a sorted run beside its journal (default 50,000). */
   spillLines?: number;
-  /** How long a closed file's runs stay for queries that took them before it closed (default 30 s). */
-  runsKeptMs?: number;
-  /** Takes over a closed file's runs instead (the CDX service: it also removes them when it closes). */
+  /**
+   * Takes over a closed file's runs: the CDX service keeps them a while for queries that took them
+   * before the file closed (service.ts). Without it they go at once.
+   */
   retireRuns?(lines: LiveFileLines): void;
   /** A file of the series was opened: `name` is its final name. */
   onOpened?(name: string, lines: LiveFileLines): Promise<void> | void;
@@ -383,11 +384,10 @@ export function createLiveIndex(o: LiveIndexOptions): WriterIndexHook {
       if (f) await finish(f, true);
       else await rm(journalPathOf(finalPath), { force: true });
       if (f) o.onClosed?.(name, indexPathOf(finalPath));
-      // A query that took the runs before onClosed may still be opening them: they go later, as
-      // merged runs do (service.ts); start-up removes any a crash left behind.
+      // Start-up removes any a crash left behind.
       if (f?.lines.runs.length) {
         if (o.retireRuns) o.retireRuns(f.lines);
-        else setTimeout(() => void f.lines.dispose(), o.runsKeptMs ?? 30_000).unref();
+        else await f.lines.dispose();
       }
     },
     async abandoned(name, removed) {

@@ -94,7 +94,7 @@ describe("an open file's lines past the spill bound", () => {
     const dir = await mkdtemp(join(tmpdir(), "lathe-live-spill-"));
     dirs.push(dir);
     let open: LiveFileLines | null = null;
-    const index = createLiveIndex({ dir, log: silentLogger, spillLines: 10, runsKeptMs: 0, onOpened: (_name, lines) => void (open = lines) });
+    const index = createLiveIndex({ dir, log: silentLogger, spillLines: 10, onOpened: (_name, lines) => void (open = lines) });
     const w = createWarcWriter(writerOpts(dir, { gzip: true, index }));
     // 49 captures (a response and its GET request: one line), then the groups above. Their first,
     // a response alone, is the 50th line: a run goes to disk while that line waits for its POST
@@ -135,7 +135,7 @@ describe("an open file's lines past the spill bound", () => {
       open = lines;
       mkdirSync(join(dir, `${name}.cdxj.open.run-0`, "taken"), { recursive: true });
     };
-    const index = createLiveIndex({ dir, log, spillLines: 10, runsKeptMs: 0, onOpened });
+    const index = createLiveIndex({ dir, log, spillLines: 10, onOpened });
     const w = createWarcWriter(writerOpts(dir, { gzip: true, index }));
     await writeCaptures(w, 25, "item");
     const lines = open as unknown as LiveFileLines;
