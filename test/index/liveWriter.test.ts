@@ -30,6 +30,15 @@ function draft(type: RecordDraft["type"], uri: string, extra: Array<[string, str
 }
 const http = (s: string) => Buffer.from(s.replace(/\n/g, "\r\n"), "latin1");
 
+/** The closed WARC in `dir` and its index lines as read back from it (`lathe index --cdxj`). */
+async function closedFile(dir: string): Promise<{ path: string; want: string[] }> {
+  const [file] = readdirSync(dir).filter((f) => /\.warc(\.gz)?$/.test(f));
+  const path = join(dir, file!);
+  const want: string[] = [];
+  for await (const l of rebuiltLines(path)) want.push(l);
+  return { path, want };
+}
+
 function groups(): RecordDraft[][] {
   const u1 = "http://example.com/form?x=1";
   const resp1 = id();
@@ -62,12 +71,9 @@ describe("live index at the writer", () => {
       for (const g of groups()) await w.write(g);
       expect(readdirSync(dir).filter((f) => f.endsWith(".cdxj.open"))).toHaveLength(1);
       await w.close();
-      const [file] = readdirSync(dir).filter((f) => /\.warc(\.gz)?$/.test(f));
-      const path = join(dir, file!);
+      const { path, want } = await closedFile(dir);
       expect(closed).toEqual([`${path}.cdxj`]);
       const live = await readFile(`${path}.cdxj`, "utf8");
-      const want: string[] = [];
-      for await (const l of rebuiltLines(path)) want.push(l);
       expect(live).toBe(want.join(""));
       expect(live).toMatch(/\)\/form\?__wb_method=post&a=1&b=hello%20w&x=1 /);
       expect(live).toMatch(/\)\/api\?__wb_method=put&__wb_post_data=aqidba== /);
@@ -112,10 +118,7 @@ describe("an open file's lines past the spill bound", () => {
     for (const part of parts) expect(part).toEqual([...part].sort());
     const seen = parts.flat().sort();
     await w.close();
-    const [file] = readdirSync(dir).filter((f) => f.endsWith(".warc.gz"));
-    const path = join(dir, file!);
-    const want: string[] = [];
-    for await (const l of rebuiltLines(path)) want.push(l);
+    const { path, want } = await closedFile(dir);
     expect(want).toHaveLength(54);
     expect(seen).toEqual([...want].sort());
     expect(await readFile(`${path}.cdxj`, "utf8")).toBe(want.join(""));
@@ -146,10 +149,7 @@ describe("an open file's lines past the spill bound", () => {
     expect(q.files).toEqual([]);
     expect(q.memory.flat()).toHaveLength(25);
     await w.close();
-    const [file] = readdirSync(dir).filter((f) => f.endsWith(".warc.gz"));
-    const path = join(dir, file!);
-    const want: string[] = [];
-    for await (const l of rebuiltLines(path)) want.push(l);
+    const { path, want } = await closedFile(dir);
     expect(want).toHaveLength(25);
     expect(await readFile(`${path}.cdxj`, "utf8")).toBe(want.join(""));
   });
