@@ -105,18 +105,37 @@ async function untilStill(count: () => number): Promise<void> {
   }
 }
 
+/**
+ * An origin and a lathe with 256 KiB spools, lathe's own files opened by a first exchange, then
+ * libuv's file threads held while `run` goes; `release` lets them go (at the end if `run` did not),
+ * and everything is stopped after.
+ */
+async function withFileThreadsHeld(run: (o: { origin: Origin; lathe: TestLathe; proxy: URL; release: () => Promise<void> }) => Promise<void>): Promise<void> {
+  const origin = await startHttpOrigin();
+  const lathe = await startTestLathe({ capture: { spoolMemoryBytes: 256 * 1024 } });
+  let held: (() => Promise<void>) | null = null;
+  const release = async () => {
+    const r = held;
+    held = null;
+    await r?.();
+  };
+  try {
+    // Lathe's own files (WARC, index journal, dedup database) are opened before the threads are held.
+    expect((await viaProxy(lathe.proxyUrl, `${origin.url}/text/10`)).status).toBe(200);
+    held = await holdFileThreads();
+    await run({ origin, lathe, proxy: new URL(lathe.proxyUrl), release });
+  } finally {
+    await release();
+    await lathe.stop();
+    await origin.close();
+  }
+}
+
 describe("back-pressure from a slow spool file", () => {
-  it("holds the origin back while a capture cannot reach its temp file, however fast the client reads; then all of it passes and is recorded", async () => {
-    const origin = await startHttpOrigin();
-    const lathe = await startTestLathe({ capture: { spoolMemoryBytes: 256 * 1024 } });
-    const size = 48_000_000;
-    const url = `${origin.url}/bytes/${size}`;
-    let release: (() => Promise<void>) | null = null;
-    try {
-      // Lathe's own files (WARC, index journal, dedup database) are opened before the threads are held.
-      expect((await viaProxy(lathe.proxyUrl, `${origin.url}/text/10`)).status).toBe(200);
-      release = await holdFileThreads();
-      const p = new URL(lathe.proxyUrl);
+  it("holds the origin back while a capture cannot reach its temp file, however fast the client reads; then all of it passes and is recorded", () =>
+    withFileThreadsHeld(async ({ origin, lathe, proxy: p, release }) => {
+      const size = 48_000_000;
+      const url = `${origin.url}/bytes/${size}`;
       let received = 0;
       const chunks: Buffer[] = [];
       const body = new Promise<Buffer>((resolve, reject) => {
@@ -137,31 +156,19 @@ describe("back-pressure from a slow spool file", () => {
       expect(received).toBeGreaterThan(0);
       expect(received).toBeLessThan(16_000_000);
       await release();
-      release = null;
       expect((await body).equals(bytesOf(size, size))).toBe(true);
       await lathe.stop();
       const { response } = captureOf(await readAllWarcs(lathe.dir), url);
       expect(response.type).toBe("response");
       expect(checkDigests(response)).toEqual([]);
       expect(response.body!.equals(bytesOf(size, size))).toBe(true);
-    } finally {
-      await release?.();
-      await lathe.stop();
-      await origin.close();
-    }
-  });
+    }));
 
-  it("holds an upload back while its capture cannot reach its temp file; then all of it goes upstream and is recorded", async () => {
-    const origin = await startHttpOrigin();
-    const lathe = await startTestLathe({ capture: { spoolMemoryBytes: 256 * 1024 } });
-    const size = 48_000_000;
-    const upload = bytesOf(size, 3);
-    const url = `${origin.url}/text/10?upload`;
-    let release: (() => Promise<void>) | null = null;
-    try {
-      expect((await viaProxy(lathe.proxyUrl, `${origin.url}/text/10`)).status).toBe(200);
-      release = await holdFileThreads();
-      const p = new URL(lathe.proxyUrl);
+  it("holds an upload back while its capture cannot reach its temp file; then all of it goes upstream and is recorded", () =>
+    withFileThreadsHeld(async ({ origin, lathe, proxy: p, release }) => {
+      const size = 48_000_000;
+      const upload = bytesOf(size, 3);
+      const url = `${origin.url}/text/10?upload`;
       let sent = 0;
       const answered = new Promise<number>((resolve, reject) => {
         const req = http.request({ host: p.hostname, port: p.port, method: "POST", path: url, headers: { Host: new URL(url).host, "Content-Length": String(size) }, agent: false }, (res) => {
@@ -183,7 +190,6 @@ describe("back-pressure from a slow spool file", () => {
       await untilStill(() => sent);
       expect(sent).toBeLessThan(16_000_000);
       await release();
-      release = null;
       expect(await answered).toBe(200);
       expect(origin.seen.at(-1)!.body.equals(upload)).toBe(true);
       await lathe.stop();
@@ -191,10 +197,5 @@ describe("back-pressure from a slow spool file", () => {
       const request = (await readAllWarcs(lathe.dir)).find((r) => r.type === "request" && r.get("WARC-Target-URI") === url)!;
       expect(checkDigests(request)).toEqual([]);
       expect(request.body!.equals(upload)).toBe(true);
-    } finally {
-      await release?.();
-      await lathe.stop();
-      await origin.close();
-    }
-  });
+    }));
 });
